@@ -1,0 +1,28 @@
+"""Options shared by every command."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ..workspace import Workspace
+
+
+def vault_argument(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.argument(
+        "vault",
+        required=False,
+        default=lambda: os.environ.get("VAULTCTX_VAULT", "."),
+        type=click.Path(file_okay=True, dir_okay=True, path_type=str),
+    )(fn)
+
+
+def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")(fn)
+
+
+def open_workspace(vault: str, **overrides: Any) -> Workspace:
+    return Workspace.open(vault, overrides or None)

@@ -1,0 +1,101 @@
+"""`vaultctx index` and `vaultctx status`."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import cli
+from .common import json_option, open_workspace, vault_argument
+from .output import console, emit_json, err_console, human_bytes, warn
+
+
+@cli.command()
+@vault_argument
+@click.option("--no-embed", is_flag=True, help="Index text and links only, no embeddings.")
+@json_option
+def index(vault: str, no_embed: bool, as_json: bool) -> None:
+    """Index VAULT (default: the current folder); only changed notes are re-read."""
+    with open_workspace(vault) as ws:
+        show_progress = not as_json and err_console.is_terminal
+        if show_progress:
+            with Progress(
+                TextColumn("{task.description:<18}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err_console,
+                transient=True,
+            ) as bar:
+                tasks: dict[str, int] = {}
+                labels = {"parse": "Reading notes", "embed": "Embedding blocks"}
+
+                def progress(phase: str, done: int, total: int) -> None:
+                    if phase not in labels:
+                        return
+                    if phase not in tasks:
+                        tasks[phase] = bar.add_task(labels[phase], total=total)
+                    bar.update(tasks[phase], completed=done, total=total)
+
+                report = ws.index(embed=False if no_embed else None, progress=progress)
+        else:
+            report = ws.index(embed=False if no_embed else None)
+        status = ws.status()
+    if as_json:
+        emit_json({**report.to_dict(), "status": status.to_dict()})
+        return
+    for path, reason in report.skipped:
+        warn(f"skipped {escape(path)}: {escape(reason)}")
+    for path, message in report.warnings:
+        warn(f"{escape(path)}: {escape(message)}")
+    if report.embed_error:
+        warn(f"embeddings not computed: {escape(report.embed_error)}")
+    console.print(
+        f"Indexed [bold]{status.notes}[/] notes in {report.elapsed_ms / 1000:.2f}s: "
+        f"{report.added} added, {report.updated} updated, {report.renamed} renamed, "
+        f"{report.deleted} deleted, {report.unchanged} unchanged; "
+        f"{report.blocks_written} blocks written, {report.embedded} embedded."
+    )
+    console.print(
+        f"{status.blocks} blocks, {status.links} links ({status.dangling_links} dangling), "
+        f"{status.tags} tags, {status.vectors} vectors · {human_bytes(status.index_bytes)}"
+    )
+    if report.skipped:
+        sys.exit(0)
+
+
+@cli.command()
+@vault_argument
+@json_option
+def status(vault: str, as_json: bool) -> None:
+    """Show what the index of VAULT holds."""
+    with open_workspace(vault) as ws:
+        st = ws.status()
+    if as_json:
+        emit_json(st.to_dict())
+        return
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    rows = [
+        ("vault", st.vault),
+        ("index", st.index_path),
+        ("notes", str(st.notes)),
+        ("blocks", str(st.blocks)),
+        ("links", str(st.links)),
+        ("dangling links", str(st.dangling_links)),
+        ("tags", str(st.tags)),
+        ("aliases", str(st.aliases)),
+        ("vectors", str(st.vectors)),
+        ("model", st.model or "—"),
+        ("index size", human_bytes(st.index_bytes)),
+        ("last indexed", st.last_indexed or "never"),
+        ("notes with problems", str(st.notes_with_problems)),
+    ]
+    for key, value in rows:
+        table.add_row(key, escape(value))
+    console.print(table)

@@ -1,0 +1,120 @@
+"""Per-vault configuration: `<vault>/.vaultctx/config.toml`, overridden by the environment.
+
+One flat table of settings keeps the file easy to edit by hand and by `vaultctx config`.
+Precedence, lowest first: defaults, the file, `VAULTCTX_<KEY>` environment variables,
+explicit arguments from the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+
+CONFIG_DIRNAME = ".vaultctx"
+CONFIG_FILENAME = "config.toml"
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+
+
+class Config(BaseModel):
+    """Settings of one vault. Unknown keys in the file are an error, so typos surface."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    embedding_model: str = Field(
+        DEFAULT_EMBEDDING_MODEL,
+        description="sentence-transformers model name or path; the default ships with vaultctx",
+    )
+    embed: bool = Field(True, description="compute embeddings while indexing")
+    index_dir: str | None = Field(
+        None, description="where the index lives; default <vault>/.vaultctx"
+    )
+    chunk_tokens: int = Field(200, ge=32, le=2048, description="max tokens per block")
+    llm_model: str | None = Field(None, description="litellm model string for refine and agent")
+    llm_api_base: str | None = Field(None, description="OpenAI-compatible base URL, if any")
+    llm_timeout: float = Field(1.5, gt=0, description="seconds the refine gate waits")
+    budget_tokens: int = Field(2000, ge=1, description="SessionContext token budget")
+    rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant")
+    weight_lexical: float = Field(1.0, ge=0)
+    weight_vector: float = Field(1.0, ge=0)
+    weight_graph: float = Field(0.5, ge=0)
+    weight_memory: float = Field(0.7, ge=0)
+
+    @classmethod
+    def keys(cls) -> list[str]:
+        return list(cls.model_fields)
+
+
+def config_path(vault: Path) -> Path:
+    return vault / CONFIG_DIRNAME / CONFIG_FILENAME
+
+
+def _coerce_env(key: str, raw: str) -> Any:
+    """Environment values are strings; let pydantic coerce them, but map '' to None."""
+    if raw == "" and key in ("index_dir", "llm_model", "llm_api_base"):
+        return None
+    return raw
+
+
+def load_config(vault: Path, overrides: dict[str, Any] | None = None) -> Config:
+    """Defaults < config file < VAULTCTX_* environment < overrides (None values ignored)."""
+    values: dict[str, Any] = {}
+    path = config_path(vault)
+    if path.is_file():
+        try:
+            values.update(tomllib.loads(path.read_text(encoding="utf-8")))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    for key in Config.keys():
+        raw = os.environ.get(f"VAULTCTX_{key.upper()}")
+        if raw is not None:
+            values[key] = _coerce_env(key, raw)
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    try:
+        return Config(**values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "config"
+        raise ConfigError(f"{path}: {where}: {first['msg']}") from exc
+
+
+def save_config_values(vault: Path, updates: dict[str, Any]) -> Config:
+    """Validate and write `updates` into the vault's config file; `None` removes a key."""
+    path = config_path(vault)
+    current: dict[str, Any] = {}
+    if path.is_file():
+        current = tomllib.loads(path.read_text(encoding="utf-8"))
+    for key, value in updates.items():
+        if key not in Config.model_fields:
+            raise ConfigError(f"unknown config key {key!r}; known: {', '.join(Config.keys())}")
+        if value is None:
+            current.pop(key, None)
+        else:
+            current[key] = value
+    try:
+        validated = Config(**current)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from exc
+    dumped = validated.model_dump()
+    lines = [f"{key} = {_toml_value(dumped[key])}" for key in sorted(current)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return validated
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    # JSON string escaping is a subset of TOML basic strings.
+    return json.dumps(str(value), ensure_ascii=False)

@@ -1,0 +1,152 @@
+"""The vault's SQLite index file: connections, pragmas, migrations, the writer lock."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..errors import IndexCorrupt, IndexLocked
+from . import migrations
+
+_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=NORMAL",  # WAL + NORMAL: durable at checkpoints, never corrupt
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA temp_store=MEMORY",
+    "PRAGMA cache_size=-65536",
+    "PRAGMA mmap_size=268435456",
+)
+
+
+def map_sqlite_error(exc: sqlite3.Error, path: Path) -> Exception:
+    """Turn sqlite3's errors into the ones vaultctx documents."""
+    message = str(exc)
+    if "locked" in message or "busy" in message:
+        return IndexLocked(f"index {path} is locked by another process; try again")
+    if isinstance(exc, sqlite3.DatabaseError) and (
+        "not a database" in message or "malformed" in message
+    ):
+        return IndexCorrupt(
+            f"index {path} is damaged ({message}); delete it and run `vaultctx index`"
+        )
+    return exc
+
+
+class IndexDatabase:
+    """One index file. Each thread gets its own connection; readers never block in WAL."""
+
+    def __init__(self, path: Path, *, busy_timeout: float = 5.0) -> None:
+        self.path = path
+        self._busy_timeout = busy_timeout
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = self.connect()
+            migrations.migrate(conn)
+        except RuntimeError as exc:  # schema from a newer vaultctx
+            raise IndexCorrupt(f"index {path}: {exc}") from exc
+        except sqlite3.Error as exc:
+            self.close()
+            raise map_sqlite_error(exc, path) from exc
+
+    def connect(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self._busy_timeout,
+                isolation_level=None,  # explicit BEGIN/COMMIT only
+                check_same_thread=False,
+            )
+            for pragma in _PRAGMAS:
+                conn.execute(pragma)
+            self._local.conn = conn
+            with self._connections_lock:
+                self._connections.append(conn)
+        return conn
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE … COMMIT: all or nothing, even if the process is killed."""
+        conn = self.connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise map_sqlite_error(exc, self.path) from exc
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        else:
+            conn.execute("COMMIT")
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.connect().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    @staticmethod
+    def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(f"{self.path}{suffix}")
+        return total
+
+    def close(self) -> None:
+        with self._connections_lock:
+            for conn in self._connections:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+
+class WriterLock:
+    """An advisory lock file: one indexing process per vault at a time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise IndexLocked(
+                f"another vaultctx process (pid {holder}) is indexing this vault"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> WriterLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -1,0 +1,163 @@
+"""The index schema's whole history: numbered migrations, applied in order and recorded.
+
+Any older index upgrades itself on open; an index from a newer vaultctx is refused. This is
+the one place that owns the index schema.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+Migration = Callable[[], str]
+"""A migration returns its SQL script; `migrate` runs it and the version bump atomically."""
+
+
+def m001_initial() -> str:
+    return """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE TABLE notes (
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL UNIQUE,           -- POSIX path relative to the vault root
+            title TEXT NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            content_hash TEXT NOT NULL,
+            frontmatter TEXT NOT NULL DEFAULT '{}',   -- JSON object
+            problems TEXT NOT NULL DEFAULT '[]',      -- JSON list of warnings
+            indexed_at REAL NOT NULL
+        );
+        CREATE INDEX notes_content_hash ON notes(content_hash);
+
+        CREATE TABLE blocks (
+            id INTEGER PRIMARY KEY,
+            note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+            ordinal INTEGER NOT NULL,
+            title TEXT NOT NULL,                 -- the note's title, searched as its own column
+            heading_path TEXT NOT NULL,          -- headings joined with ' > '
+            heading TEXT NOT NULL,
+            level INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            tokens INTEGER NOT NULL,
+            block_refs TEXT NOT NULL DEFAULT '', -- space-separated ^ids in this block
+            embed_hash TEXT NOT NULL             -- hash of the text the model embeds
+        );
+        CREATE INDEX blocks_note ON blocks(note_id, ordinal);
+        CREATE INDEX blocks_embed_hash ON blocks(embed_hash);
+
+        CREATE VIRTUAL TABLE blocks_fts USING fts5(
+            title, heading_path, text,
+            content='blocks', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER blocks_fts_insert AFTER INSERT ON blocks BEGIN
+            INSERT INTO blocks_fts(rowid, title, heading_path, text)
+            VALUES (new.id, new.title, new.heading_path, new.text);
+        END;
+        CREATE TRIGGER blocks_fts_delete AFTER DELETE ON blocks BEGIN
+            INSERT INTO blocks_fts(blocks_fts, rowid, title, heading_path, text)
+            VALUES ('delete', old.id, old.title, old.heading_path, old.text);
+        END;
+
+        -- Vectors keyed by content, not by block: unchanged or moved text is never re-embedded.
+        CREATE TABLE embeddings (
+            model TEXT NOT NULL,
+            hash TEXT NOT NULL,
+            vector BLOB NOT NULL,                -- float32, L2-normalized
+            PRIMARY KEY (model, hash)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE links (
+            id INTEGER PRIMARY KEY,
+            source_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+            block_ordinal INTEGER NOT NULL,
+            target TEXT NOT NULL,                -- as written: name, path, or '' for this note
+            kind TEXT NOT NULL,                  -- wiki | embed | markdown
+            heading TEXT,
+            block_ref TEXT,
+            alias TEXT,
+            line INTEGER NOT NULL,
+            target_id INTEGER REFERENCES notes(id) ON DELETE SET NULL  -- NULL: dangling
+        );
+        CREATE INDEX links_source ON links(source_id);
+        CREATE INDEX links_target ON links(target_id);
+
+        CREATE TABLE tags (
+            note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+            tag TEXT NOT NULL,                   -- lower case, without '#'
+            PRIMARY KEY (note_id, tag)
+        ) WITHOUT ROWID;
+        CREATE INDEX tags_tag ON tags(tag);
+
+        CREATE TABLE aliases (
+            note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+            alias TEXT NOT NULL,
+            PRIMARY KEY (note_id, alias)
+        ) WITHOUT ROWID;
+        CREATE INDEX aliases_lower ON aliases(lower(alias));
+
+        -- Notes the user opened or touched: seeds for graph retrieval.
+        CREATE TABLE accesses (
+            note_id INTEGER NOT NULL REFERENCES notes(id) ON DELETE CASCADE,
+            at REAL NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'touch'
+        );
+        CREATE INDEX accesses_at ON accesses(at);
+    """
+
+
+MIGRATIONS: tuple[Migration, ...] = (m001_initial,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def current_version(db: sqlite3.Connection) -> int:
+    return db.execute("PRAGMA user_version").fetchone()[0]
+
+
+def migrate(db: sqlite3.Connection) -> int:
+    """Apply pending migrations, each in its own transaction; return the number applied.
+
+    The version is re-read inside the write transaction, so two processes opening a new
+    index at once do not both create it.
+    """
+    applied = 0
+    for number, migration in enumerate(MIGRATIONS, start=1):
+        if current_version(db) >= number:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            version = current_version(db)
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"index schema version {version} is newer than this vaultctx ({SCHEMA_VERSION})"
+                )
+            if version < number:
+                for statement in _statements(migration()):
+                    db.execute(statement)
+                db.execute(f"PRAGMA user_version = {number}")
+                applied += 1
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+    if current_version(db) > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"index schema version {current_version(db)} is newer than this vaultctx"
+            f" ({SCHEMA_VERSION})"
+        )
+    return applied
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script into statements; triggers keep their inner semicolons."""
+    statements, buffer = [], ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                statements.append(buffer)
+            buffer = ""
+    return statements

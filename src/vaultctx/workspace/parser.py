@@ -1,0 +1,518 @@
+"""Obsidian-compatible Markdown parsing: frontmatter, heading blocks, links, tags.
+
+Pure functions over text, no I/O, so they can be property-tested. Code (fenced blocks and
+inline spans) is masked with spaces before links and tags are extracted, which keeps every
+offset and line number of the original text valid.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+import yaml
+
+try:  # the C loader is ~10x faster; fall back where libyaml is missing
+    _YamlLoader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    _YamlLoader = yaml.SafeLoader
+
+LinkKind = str  # "wiki" | "embed" | "markdown"
+
+_FRONTMATTER_OPEN = re.compile(r"---[ \t]*\r?\n")
+_FRONTMATTER_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.DOTALL)
+_WIKI_LINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+_MD_LINK = re.compile(
+    r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)"
+)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s)\]>]+")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+_TAG = re.compile(r"(?<![\w#&/\\\]\)`])#([\w][\w/\-]*)")
+_BLOCK_REF = re.compile(r"(?:^|\s)\^([A-Za-z0-9\-]+)[ \t]*$", re.MULTILINE)
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+ATTACHMENT_EXTENSIONS = frozenset(
+    [
+        "png",
+        "jpg",
+        "jpeg",
+        "gif",
+        "bmp",
+        "svg",
+        "webp",
+        "avif",
+        "heic",
+        "tif",
+        "tiff",
+        "ico",
+        "pdf",
+        "mp3",
+        "wav",
+        "m4a",
+        "ogg",
+        "flac",
+        "3gp",
+        "webm",
+        "mp4",
+        "mov",
+        "mkv",
+        "ogv",
+        "avi",
+        "canvas",
+        "base",
+        "csv",
+        "zip",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Link:
+    """One outgoing link as written in a note; resolution happens in the index."""
+
+    target: str  # note name or path, without `.md` for wiki links; '' means this note
+    kind: LinkKind
+    heading: str | None = None
+    block_ref: str | None = None
+    alias: str | None = None
+    line: int = 1
+    block: int = 0  # ordinal of the block the link sits in
+
+
+@dataclass(frozen=True)
+class Block:
+    """A searchable unit: a heading section, or one chunk of a long section."""
+
+    ordinal: int
+    heading_path: tuple[str, ...]
+    level: int
+    text: str
+    start_line: int
+    end_line: int
+    tokens: int
+    block_refs: tuple[str, ...] = ()
+
+    @property
+    def heading(self) -> str:
+        return self.heading_path[-1] if self.heading_path else ""
+
+
+@dataclass(frozen=True)
+class ParsedNote:
+    title: str
+    frontmatter: dict[str, Any]
+    frontmatter_error: str | None
+    tags: tuple[str, ...]
+    aliases: tuple[str, ...]
+    blocks: tuple[Block, ...]
+    links: tuple[Link, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap, tokenizer-free token count: words and punctuation marks."""
+    return len(_TOKEN.findall(text))
+
+
+def parse_note(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNote:
+    """Parse one note. Never raises on any input text; problems become warnings."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+    frontmatter, fm_error, body, body_line = split_frontmatter(text)
+    title = _frontmatter_str(frontmatter.get("title")) or title
+    masked = mask_code(body)
+    blocks = _split_blocks(body, masked, body_line, chunk_tokens)
+    links = _extract_links(masked, body, body_line, blocks)
+    tags = _unique(
+        [*_frontmatter_list(frontmatter, "tags", "tag"), *_inline_tags(masked)], lower=True
+    )
+    aliases = _unique(_frontmatter_list(frontmatter, "aliases", "alias"))
+    warnings = (f"frontmatter: {fm_error}",) if fm_error else ()
+    return ParsedNote(
+        title=title,
+        frontmatter=frontmatter,
+        frontmatter_error=fm_error,
+        tags=tuple(t.lstrip("#") for t in tags if t.lstrip("#")),
+        aliases=tuple(aliases),
+        blocks=tuple(blocks),
+        links=tuple(links),
+        warnings=warnings,
+    )
+
+
+# --- frontmatter -------------------------------------------------------------------------
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str | None, str, int]:
+    """Return (frontmatter, error, body, first line number of body).
+
+    Malformed YAML is reported and the whole text stays in the body, so its words remain
+    searchable and nothing the user wrote is lost.
+    """
+    opening = _FRONTMATTER_OPEN.match(text)
+    if not opening:
+        return {}, None, text, 1
+    close = _FRONTMATTER_CLOSE.search(text, opening.end())
+    if not close:
+        return {}, "opening '---' is never closed", text, 1
+    raw = text[opening.end() : close.start()]
+    body_start = close.end() + 1 if close.end() < len(text) else close.end()
+    body_line = text.count("\n", 0, body_start) + 1
+    try:
+        data = yaml.load(raw, Loader=_YamlLoader) if raw.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return {}, f"invalid YAML{where}: {problem}", text, 1
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return {}, f"expected a mapping, got {type(data).__name__}", text, 1
+    return _jsonable(data), None, text[body_start:], body_line
+
+
+def _jsonable(value: Any) -> Any:
+    """YAML gives dates, sets and non-string keys; the index stores JSON."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, _dt.date | _dt.datetime | _dt.time):
+        return value.isoformat()
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def _frontmatter_str(value: Any) -> str | None:
+    if isinstance(value, str | int | float) and str(value).strip():
+        return str(value).strip()
+    return None
+
+
+def _frontmatter_list(frontmatter: dict[str, Any], *keys: str) -> list[str]:
+    """Obsidian accepts a YAML list or a comma-separated string for tags and aliases."""
+    out: list[str] = []
+    for key in keys:
+        value = frontmatter.get(key)
+        if value is None:
+            continue
+        items = value if isinstance(value, list) else str(value).split(",")
+        for item in items:
+            if item is None or isinstance(item, dict | list):
+                continue
+            parts = [str(item)]
+            if key.startswith("tag"):  # "a b" is two tags; an alias may contain spaces
+                parts = str(item).split()
+            out.extend(p.strip() for p in parts if p.strip())
+    return out
+
+
+def _unique(items: list[str], *, lower: bool = False) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        value = item.lower() if lower else item
+        key = value.lower()
+        if key not in seen:
+            seen.add(key)
+            out.append(value)
+    return out
+
+
+# --- code masking --------------------------------------------------------------------------
+
+
+def mask_code(text: str) -> str:
+    """Replace fenced code blocks and inline code spans by spaces, keeping newlines."""
+    lines = text.split("\n")
+    fence: str | None = None
+    for i, line in enumerate(lines):
+        if fence is None:
+            m = _FENCE_OPEN.match(line)
+            if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+                fence = m.group(1)
+                lines[i] = " " * len(line)
+        else:
+            stripped = line.strip()
+            if stripped.startswith(fence) and set(stripped) == {fence[0]}:
+                fence = None
+            lines[i] = " " * len(line)
+    masked = "\n".join(lines)
+    if "`" in masked:
+        masked = _INLINE_CODE.sub(lambda m: _blank(m.group(0)), masked)
+    return masked
+
+
+def _blank(s: str) -> str:
+    return "\n".join(" " * len(part) for part in s.split("\n"))
+
+
+# --- blocks ------------------------------------------------------------------------------
+
+
+def _split_blocks(body: str, masked: str, first_line: int, chunk_tokens: int) -> list[Block]:
+    """Split at headings (outside code) and chunk long sections paragraph by paragraph."""
+    lines = body.split("\n")
+    masked_lines = masked.split("\n")
+    sections: list[tuple[tuple[str, ...], int, int, list[str]]] = []
+    stack: list[tuple[int, str]] = []
+    current: list[str] = []
+    path: tuple[str, ...] = ()
+    level = 0
+    start = 0
+    for i, (line, masked_line) in enumerate(zip(lines, masked_lines, strict=True)):
+        m = _HEADING.match(masked_line) if masked_line.lstrip().startswith("#") else None
+        if m and line.lstrip().startswith("#"):
+            sections.append((path, level, start, current))
+            heading_level = len(m.group(1))
+            heading_text = _clean_heading(line[m.start(2) : m.end(2)] if m.group(2) else "")
+            while stack and stack[-1][0] >= heading_level:
+                stack.pop()
+            stack.append((heading_level, heading_text))
+            path = tuple(h for _, h in stack)
+            level, start, current = heading_level, i, []
+        else:
+            current.append(line)
+    sections.append((path, level, start, current))
+
+    blocks: list[Block] = []
+    for heading_path, heading_level, start_idx, section_lines in sections:
+        text = "\n".join(section_lines).strip("\n")
+        has_heading = bool(heading_path) or heading_level > 0
+        if not text.strip() and not has_heading:
+            continue
+        body_offset = start_idx + (1 if has_heading else 0)
+        heading_tokens = sum(map(estimate_tokens, heading_path))
+        for chunk, line_off, n_lines, tokens in _chunk_section(section_lines, chunk_tokens):
+            start_line = first_line + body_offset + line_off
+            blocks.append(
+                Block(
+                    ordinal=len(blocks),
+                    heading_path=heading_path,
+                    level=heading_level,
+                    text=chunk,
+                    start_line=start_line if chunk else first_line + start_idx,
+                    end_line=start_line + max(n_lines - 1, 0),
+                    tokens=tokens + heading_tokens,
+                    block_refs=tuple(_BLOCK_REF.findall(chunk)),
+                )
+            )
+    if not blocks:
+        blocks.append(Block(0, (), 0, "", first_line, first_line, 0))
+    return blocks
+
+
+def _clean_heading(text: str) -> str:
+    text = _BLOCK_REF.sub("", text).strip()
+    return _WIKI_LINK.sub(lambda m: _link_label(m.group(2)), text)
+
+
+def _link_label(inner: str) -> str:
+    target, _, alias = inner.partition("|")
+    return (alias or target).strip()
+
+
+def _chunk_section(lines: list[str], limit: int) -> list[tuple[str, int, int, int]]:
+    """Pack paragraphs into chunks of at most `limit` tokens.
+
+    Returns (text, first line, line count, tokens) per chunk.
+
+    Fenced code stays in one paragraph; a paragraph over the limit is split by sentences,
+    then by words, so a huge note is indexed in pieces instead of truncated.
+    """
+    paragraphs: list[tuple[int, list[str]]] = []
+    cur: list[str] = []
+    cur_start = 0
+    fence: str | None = None
+    for i, line in enumerate(lines):
+        if fence is None:
+            m = _FENCE_OPEN.match(line)
+            if m:
+                fence = m.group(1)
+            elif not line.strip():
+                if cur:
+                    paragraphs.append((cur_start, cur))
+                cur = []
+                continue
+        else:
+            stripped = line.strip()
+            if stripped.startswith(fence) and set(stripped) == {fence[0]}:
+                fence = None
+        if not cur:
+            cur_start = i
+        cur.append(line)
+    if cur:
+        paragraphs.append((cur_start, cur))
+    if not paragraphs:
+        return [("", 0, 1, 0)]
+
+    chunks: list[tuple[str, int, int, int]] = []
+    buf: list[str] = []
+    buf_tokens = 0
+    buf_start = buf_end = 0
+    for start, para_lines in paragraphs:
+        para = "\n".join(para_lines).strip()
+        tokens = estimate_tokens(para)
+        end = start + len(para_lines) - 1
+        if tokens > limit:
+            if buf:
+                chunks.append(("\n\n".join(buf), buf_start, buf_end - buf_start + 1, buf_tokens))
+                buf, buf_tokens = [], 0
+            for piece in _split_long(para, limit):
+                chunks.append((piece, start, end - start + 1, estimate_tokens(piece)))
+            continue
+        if buf and buf_tokens + tokens > limit:
+            chunks.append(("\n\n".join(buf), buf_start, buf_end - buf_start + 1, buf_tokens))
+            buf, buf_tokens = [], 0
+        if not buf:
+            buf_start = start
+        buf.append(para)
+        buf_tokens += tokens
+        buf_end = end
+    if buf:
+        chunks.append(("\n\n".join(buf), buf_start, buf_end - buf_start + 1, buf_tokens))
+    return chunks
+
+
+def _split_long(text: str, limit: int) -> list[str]:
+    pieces: list[str] = []
+    buf: list[str] = []
+    buf_tokens = 0
+    for sentence in _SENTENCE_END.split(text):
+        units = [sentence]
+        if estimate_tokens(sentence) > limit:
+            words = sentence.split()
+            step = max(limit // 2, 1)  # words often carry punctuation: stay under the limit
+            units = [" ".join(words[i : i + step]) for i in range(0, len(words), step)]
+        for unit in units:
+            n = estimate_tokens(unit)
+            if buf and buf_tokens + n > limit:
+                pieces.append(" ".join(buf))
+                buf, buf_tokens = [], 0
+            buf.append(unit)
+            buf_tokens += n
+    if buf:
+        pieces.append(" ".join(buf))
+    return [p for p in pieces if p.strip()]
+
+
+# --- links and tags ----------------------------------------------------------------------
+
+
+def _extract_links(masked: str, body: str, first_line: int, blocks: list[Block]) -> list[Link]:
+    block_starts = [b.start_line for b in blocks]
+    found: list[tuple[int, Link]] = []
+    cursor = [0, first_line]  # matches come in order: count newlines since the last one
+
+    def locate(offset: int) -> tuple[int, int]:
+        if offset < cursor[0]:
+            cursor[:] = [0, first_line]
+        cursor[1] += body.count("\n", cursor[0], offset)
+        cursor[0] = offset
+        return cursor[1], max(_bisect(block_starts, cursor[1]), 0)
+
+    for m in _WIKI_LINK.finditer(masked):
+        link = parse_wiki_target(m.group(2), embed=bool(m.group(1)))
+        if link is None:
+            continue
+        line, block = locate(m.start())
+        found.append((m.start(), _with_position(link, line, block)))
+    for m in _MD_LINK.finditer(masked):
+        target = m.group(3).strip("<>")
+        if _SCHEME.match(target):
+            continue
+        path, _, fragment = unquote(target).partition("#")
+        if not path.lower().endswith(".md"):
+            continue
+        line, block = locate(m.start())
+        heading, block_ref = _split_fragment(fragment)
+        found.append(
+            (
+                m.start(),
+                Link(
+                    target=path,
+                    kind="embed" if m.group(1) else "markdown",
+                    heading=heading,
+                    block_ref=block_ref,
+                    alias=m.group(2).strip() or None,
+                    line=line,
+                    block=block,
+                ),
+            )
+        )
+    found.sort(key=lambda item: item[0])
+    return [link for _, link in found]
+
+
+def parse_wiki_target(inner: str, *, embed: bool = False) -> Link | None:
+    """`Note#Heading|alias` → Link. Table cells escape the pipe as `\\|`."""
+    inner = inner.replace("\\|", "|")
+    target, _, alias = inner.partition("|")
+    target = target.strip()
+    name, _, fragment = target.partition("#")
+    name = name.strip()
+    if name.lower().endswith(".md"):
+        name = name[:-3]
+    elif name.rpartition(".")[2].lower() in ATTACHMENT_EXTENSIONS:
+        return None  # an image, PDF or canvas: not a note
+    heading, block_ref = _split_fragment(fragment)
+    if not name and not heading and not block_ref:
+        return None
+    return Link(
+        target=name,
+        kind="embed" if embed else "wiki",
+        heading=heading,
+        block_ref=block_ref,
+        alias=alias.strip() or None,
+    )
+
+
+def _split_fragment(fragment: str) -> tuple[str | None, str | None]:
+    fragment = fragment.strip()
+    if not fragment:
+        return None, None
+    if fragment.startswith("^"):
+        return None, fragment[1:] or None
+    # `Note#Parent#Child` names a nested heading; the last part is the one to find.
+    return fragment.split("#")[-1].strip() or None, None
+
+
+def _with_position(link: Link, line: int, block: int) -> Link:
+    return Link(link.target, link.kind, link.heading, link.block_ref, link.alias, line, block)
+
+
+def _inline_tags(masked: str) -> list[str]:
+    if "#" not in masked or not _TAG.search(masked):
+        return []
+    text = _URL.sub(lambda m: _blank(m.group(0)), masked)
+    text = _WIKI_LINK.sub(lambda m: _blank(m.group(0)), text)
+    text = _MD_LINK.sub(lambda m: _blank(m.group(0)), text)
+    tags = []
+    for line in text.split("\n"):
+        if "#" not in line or _HEADING.match(line):
+            # a heading's own '#' marks are not tags, but tags inside the heading text are
+            line = _HEADING.sub(lambda m: " " * len(m.group(1)) + " " + (m.group(2) or ""), line)
+        for m in _TAG.finditer(line):
+            tag = m.group(1).rstrip("/-")
+            if tag and not tag.replace("/", "").replace("-", "").replace("_", "").isdigit():
+                tags.append(tag)
+    return tags
+
+
+def _bisect(starts: list[int], offset: int) -> int:
+    """Index of the last start <= offset."""
+    lo, hi = 0, len(starts)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if starts[mid] <= offset:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1
