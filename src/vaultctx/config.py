@@ -71,7 +71,7 @@ def load_config(vault: Path, overrides: dict[str, Any] | None = None) -> Config:
             values.update(tomllib.loads(path.read_text(encoding="utf-8")))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-    for key in Config.keys():
+    for key in Config.model_fields:
         raw = os.environ.get(f"VAULTCTX_{key.upper()}")
         if raw is not None:
             values[key] = _coerce_env(key, raw)
