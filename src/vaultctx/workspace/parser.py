@@ -38,37 +38,8 @@ _BLOCK_REF = re.compile(r"(?:^|\s)\^([A-Za-z0-9\-]+)[ \t]*$", re.MULTILINE)
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 ATTACHMENT_EXTENSIONS = frozenset(
-    [
-        "png",
-        "jpg",
-        "jpeg",
-        "gif",
-        "bmp",
-        "svg",
-        "webp",
-        "avif",
-        "heic",
-        "tif",
-        "tiff",
-        "ico",
-        "pdf",
-        "mp3",
-        "wav",
-        "m4a",
-        "ogg",
-        "flac",
-        "3gp",
-        "webm",
-        "mp4",
-        "mov",
-        "mkv",
-        "ogv",
-        "avi",
-        "canvas",
-        "base",
-        "csv",
-        "zip",
-    ]
+    "png jpg jpeg gif bmp svg webp avif heic tif tiff ico pdf mp3 wav m4a ogg flac 3gp "
+    "webm mp4 mov mkv ogv avi canvas base csv zip".split()
 )
 
 
