@@ -33,7 +33,12 @@ What a vault looks like
 * ``link_density`` wiki-links per note on average (Poisson), targets chosen by
   preferential attachment (Price model: hubs emerge).  Forms: ``[[T]]``,
   ``[[T|alias]]``, ``[[T#Section]]`` (a real heading of T), ``![[T]]`` embeds
-  on their own line, and ~2% dangling links to names that match no note.
+  on their own line, and ~2% dangling links to 3-word names that match no
+  note (nor any alias).
+* ``SynthStats.blocks_estimate`` counts the blocks a heading-section chunker
+  with 200-token chunks makes (the ``# Title`` section included); on these
+  notes it equals what vaultctx's parser produces at its default
+  ``chunk_tokens``.  ``blocks_to_notes`` inverts it (~9.7 blocks per note).
 """
 
 from __future__ import annotations
@@ -48,34 +53,38 @@ import sys
 import time
 from array import array
 from bisect import bisect_right
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import date
 from functools import lru_cache
-from itertools import accumulate
+from itertools import accumulate, compress
+from operator import getitem
 from pathlib import Path
-from typing import Iterator
 from random import Random
 
 _BIG_ENDIAN = sys.byteorder == "big"
+_consume = deque(maxlen=0).extend
 
 __all__ = [
-    "SynthStats",
-    "generate_vault",
-    "generate_queries",
-    "edit_note",
-    "blocks_to_notes",
-    "note_stem",
     "ZIPF_S",
+    "SynthStats",
+    "blocks_to_notes",
+    "edit_note",
+    "generate_queries",
+    "generate_vault",
+    "note_stem",
 ]
 
-ZIPF_S = 1.07          # Zipf exponent
-ZIPF_Q = 2.7           # Mandelbrot offset: flattens the head to English-like
-CHUNK_WORDS = 256      # blocks_estimate: a section longer than this is split at paragraphs
+ZIPF_S = 1.07  # Zipf exponent
+ZIPF_Q = 2.7  # Mandelbrot offset: flattens the head to English-like
+CHUNK_TOKENS = 200  # blocks_estimate mirrors vaultctx's default chunk_tokens (words + punctuation)
 LONG_NOTE_P = 0.05
 LONG_SECTIONS = (20, 40)
 FRONTMATTER_P = 0.60
-ALIAS_P = 0.10          # of all notes (all of them inside frontmatter)
+ALIAS_P = 0.10  # of all notes (all of them inside frontmatter)
 INTRO_P = 0.40
+PA_COPY_P = 0.5  # Price model: P(copy an earlier link's target) vs uniform
 N_TAGS = 200
 
 # ~150 English stop-words and very common words, roughly in frequency order.
@@ -98,10 +107,50 @@ take know based different change large information process small use case need
 # Vocabulary and samplers
 # --------------------------------------------------------------------------- #
 
-_ONSETS = ("b c d f g h j k l m n p r s t v w z br cr dr fr gr pr tr st sk sl "
-           "pl bl cl fl gl sh ch th sp qu").split()
-_ONSET_W = [6, 6, 7, 4, 4, 3, 1, 5, 7, 7, 7, 5, 7, 8, 8, 4, 2, 1,
-            1, 1, 1, 1, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, 1, 2, 2, 1, 1, 1]
+_ONSETS = (
+    "b c d f g h j k l m n p r s t v w z br cr dr fr gr pr tr st sk sl "
+    "pl bl cl fl gl sh ch th sp qu"
+).split()
+_ONSET_W = [
+    6,
+    6,
+    7,
+    4,
+    4,
+    3,
+    1,
+    5,
+    7,
+    7,
+    7,
+    5,
+    7,
+    8,
+    8,
+    4,
+    2,
+    1,
+    1,
+    1,
+    1,
+    1,
+    1,
+    1,
+    2,
+    2,
+    1,
+    1,
+    1,
+    1,
+    1,
+    1,
+    1,
+    2,
+    2,
+    1,
+    1,
+    1,
+]
 _VOWELS = "a e i o u a e i o a e o ai ou ea io ia y".split()
 _CODAS = ([""] * 10) + "n r l s m t x k nd rt st nt ls rk".split()
 
@@ -121,7 +170,8 @@ def _unique_words(stop: set[str]) -> Iterator[str]:
         nsyl = rng.randint(lo, hi)
         parts = []
         for j in range(nsyl):
-            onset = rng.choices(_ONSETS, cum_weights=onset_cw)[0] if (j or rng.random() < 0.85) else ""
+            use_onset = j or rng.random() < 0.85
+            onset = rng.choices(_ONSETS, cum_weights=onset_cw)[0] if use_onset else ""
             coda = rng.choice(_CODAS) if (j == nsyl - 1 or rng.random() < 0.25) else ""
             parts.append(onset + rng.choice(_VOWELS) + coda)
         w = "".join(parts)
@@ -133,86 +183,116 @@ def _unique_words(stop: set[str]) -> Iterator[str]:
         yield w
 
 
-class _Sampler:
-    """Fast i.i.d. weighted sampling of many items at once.
+def _quantise(weights: list[float], size: int, min_count: int) -> list[int]:
+    """Integer slot counts summing to ``size``, proportional to ``weights``
+    (largest-remainder rounding, each at least ``min_count``)."""
+    total = sum(weights)
+    exact = [w * size / total for w in weights]
+    counts = [max(min_count, int(e)) for e in exact]
+    diff = size - sum(counts)
+    if diff > 0:
+        order = sorted(range(len(counts)), key=lambda j: (counts[j] - exact[j], j))
+        for j in order[:diff]:
+            counts[j] += 1
+    elif diff < 0:
+        order = sorted(range(len(counts)), key=lambda j: (exact[j] - counts[j], j))
+        for j in order:
+            if diff == 0:
+                break
+            if counts[j] > min_count:
+                counts[j] -= 1
+                diff += 1
+    assert sum(counts) == size
+    return counts
 
-    ``rng.choices(cum_weights=...)`` costs ~0.3 µs per draw (a Python-level
-    bisect per item).  Here each draw is a C-level lookup in a 2**16-slot
-    table indexed by 16 random bits: items whose expected slot count is
-    >= MIN_SLOTS get round(expected) slots (<= 12.5% relative error; that is
-    the top ~2,000 words, ~80% of all tokens).  The remaining rare items share
-    a block of slots at the top of the table (a multiple of 256, so a hit is
-    recognisable from the high byte alone with ``bytes.translate``/``find``);
-    draws that land there are replaced by draws from a nested sampler over the
-    rare items, which bottoms out in exact ``rng.choices`` with cumulative
-    weights.  Net ~3x faster than plain ``choices``, and cache-friendly
-    (a 512 KiB table), which matters more than anything else here.
+
+class _Sampler:
+    """Fast i.i.d. weighted sampling of many items at once, all inner loops in C.
+
+    ``rng.choices(cum_weights=...)`` costs ~0.35 µs per draw (a Python-level
+    bisect per item).  Here a draw is a lookup in a 2**16-slot table (512 KiB,
+    stays in cache) indexed by 16 random bits:
+
+    * frequent items (expected slot count >= 4: the top ~1,600 words, ~77% of
+      tokens for the default vocabulary) get round(expected) slots
+      (<= 12.5% relative error, far less for the top words);
+    * the rare items, in weight order, are cut into bands of exactly 256;
+      the band mass gets a block of slots at the top of the table (a multiple
+      of 256 slots, so a hit is visible in the index's high byte).  Draws
+      landing there are redrawn as (band from a 2**16 band table, uniform
+      item within band from one random byte).  Within a band weights differ
+      by <= ~17% (<= ~5% beyond rank 5,000).
+
+    Measured frequencies match the Zipf weights within ~1% per rank band;
+    ~4x faster than ``choices``.  Deterministic for a given Random state.
     """
 
     BITS = 16
     MIN_SLOTS = 4.0
-    MAX_DEPTH = 3
+    BAND = 256
+    BAND_TABLE_BITS = 12  # 4096-slot band table (32 KiB): ~56 slots per band
 
-    def __init__(self, items: list[str], weights: list[float], _depth: int = 0):
+    def __init__(self, items: list[str], weights: list[float]):
         self.items = items
         self.cum = list(accumulate(weights))
-        self.table: list[str | None] | None = None
-        self.rare: _Sampler | None = None
         n = len(items)
         size = 1 << self.BITS
         total = self.cum[-1]
-        if n < 2 or _depth >= self.MAX_DEPTH:
-            return   # leaf: exact choices()
-        exact = [w * size / total for w in weights]
-        head = [i for i in range(n) if exact[i] >= self.MIN_SLOTS]
-        if not head:
-            return
-        rare = [i for i in range(n) if exact[i] < self.MIN_SLOTS]
+        order = sorted(range(n), key=lambda i: (-weights[i], i))
+        n_rare = sum(1 for w in weights if w * size / total < self.MIN_SLOTS)
+        self.bands: list[tuple[str, ...]] | None = None
+        if n_rare and n >= 2 * self.BAND:
+            n_bands = -(-n_rare // self.BAND)
+            n_rare = min(n_bands * self.BAND, (n // self.BAND - 1) * self.BAND)
+            n_bands = n_rare // self.BAND
+        else:
+            n_rare = n_bands = 0
+        head, rare = order[: n - n_rare], order[n - n_rare :]
         rare_slots = 0
         if rare:
-            rare_slots = int(round(sum(exact[i] for i in rare) / 256.0)) * 256
-            if rare_slots == 0:
-                rare_slots = 256
-        head_size = size - rare_slots
-        hw = sum(weights[i] for i in head)
-        hexact = [weights[i] * head_size / hw for i in head]
-        counts = [int(e) for e in hexact]
-        short = head_size - sum(counts)
-        order = sorted(range(len(head)), key=lambda j: (counts[j] - hexact[j], j))
-        for j in order[:short]:
-            counts[j] += 1
+            rare_w = sum(weights[i] for i in rare)
+            rare_slots = max(1, round(rare_w * size / total / 256.0)) * 256
+        counts = _quantise([weights[i] for i in head], size - rare_slots, 1)
         table: list[str | None] = []
-        for j, c in zip(head, counts):
+        for j, c in zip(head, counts, strict=True):
             table.extend([items[j]] * c)
         table.extend([None] * rare_slots)
-        assert len(table) == size
         self.table = table
         if rare:
-            hb0 = head_size >> 8
+            hb0 = (size - rare_slots) >> 8
             self.flag_tr = bytes(1 if b >= hb0 else 0 for b in range(256))
-            self.rare = _Sampler([items[i] for i in rare], [weights[i] for i in rare], _depth + 1)
+            B = self.BAND
+            bands = [tuple(items[i] for i in rare[b * B : (b + 1) * B]) for b in range(n_bands)]
+            band_w = [sum(weights[i] for i in rare[b * B : (b + 1) * B]) for b in range(n_bands)]
+            band_table: list[tuple[str, ...]] = []
+            bsize = 1 << self.BAND_TABLE_BITS
+            for band, c in zip(bands, _quantise(band_w, bsize, 1), strict=True):
+                band_table.extend([band] * c)
+            self.bands = band_table
+            self.band_mask_tr = bytes(b & ((bsize >> 8) - 1) for b in range(256))
 
     def sample(self, rng: Random, k: int) -> list[str]:
         if k <= 0:
             return []
-        table = self.table
-        if table is None:
-            return rng.choices(self.items, cum_weights=self.cum, k=k)
         raw = rng.randbytes(2 * k)
         idx = array("H")
         idx.frombytes(raw)
         if _BIG_ENDIAN:  # pragma: no cover - keep output platform-independent
             idx.byteswap()
-        out = list(map(table.__getitem__, idx))
-        if self.rare is not None:
-            flags = raw[1::2].translate(self.flag_tr)   # high byte of each index
+        out = list(map(self.table.__getitem__, idx))
+        if self.bands is not None:
+            flags = raw[1::2].translate(self.flag_tr)  # high byte of each index
             m = flags.count(1)
             if m:
-                find = flags.find
-                pos = -1
-                for w in self.rare.sample(rng, m):
-                    pos = find(1, pos + 1)
-                    out[pos] = w
+                raw2 = bytearray(rng.randbytes(3 * m))
+                raw2[1 : 2 * m : 2] = raw2[1 : 2 * m : 2].translate(self.band_mask_tr)
+                bidx = array("H")
+                bidx.frombytes(raw2[: 2 * m])
+                if _BIG_ENDIAN:  # pragma: no cover
+                    bidx.byteswap()
+                rare = map(getitem, map(self.bands.__getitem__, bidx), raw2[2 * m :])
+                # out[pos] = rare word for every flagged pos, in C
+                _consume(map(out.__setitem__, compress(range(k), flags), rare))
         return out  # type: ignore[return-value]
 
     def one(self, rng: Random) -> str:
@@ -221,12 +301,12 @@ class _Sampler:
 
 @dataclass(frozen=True)
 class _Vocab:
-    words: list[str]        # all words by rank (stop-words interleaved)
-    content: list[str]      # pseudo-words only, by rank
-    text: _Sampler          # running text: all words, Zipf
-    content_s: _Sampler     # content words only, Zipf
-    stop_s: _Sampler        # stop-words only, Zipf
-    caps: dict[str, str]    # word -> Capitalised
+    words: list[str]  # all words by rank (stop-words interleaved)
+    content: list[str]  # pseudo-words only, by rank
+    text: _Sampler  # running text: all words, Zipf
+    content_s: _Sampler  # content words only, Zipf
+    stop_s: _Sampler  # stop-words only, Zipf
+    caps: dict[str, str]  # word -> Capitalised
 
 
 def _stop_rank(j: int) -> int:
@@ -239,7 +319,7 @@ def _stop_rank(j: int) -> int:
 def _vocab(vocab_size: int) -> _Vocab:
     if vocab_size < 10:
         raise ValueError("vocab_size must be >= 10")
-    stop = list(dict.fromkeys(_STOP_WORDS))   # dedupe, keep order
+    stop = list(dict.fromkeys(_STOP_WORDS))  # dedupe, keep order
     gen = _unique_words(set(stop))
     content = [next(gen) for _ in range(vocab_size)]
     total = len(stop) + vocab_size
@@ -249,12 +329,17 @@ def _vocab(vocab_size: int) -> _Vocab:
         while slots[r] is not None:
             r += 1
         slots[r] = w
+    # fresh, contiguously allocated copies of every word: the samplers touch
+    # these objects at random, and locality matters for speed
+    fresh = {w: (w + " ")[:-1] for w in stop}
+    stop = [fresh[w] for w in stop]
+    content = [(w + " ")[:-1] for w in content]
     it = iter(content)
-    words = [s if s is not None else next(it) for s in slots]
+    words = [fresh[s] if s is not None else next(it) for s in slots]
     weights = [(r + 1 + ZIPF_Q) ** -ZIPF_S for r in range(total)]
     stop_set = set(stop)
-    cw = [w for word, w in zip(words, weights) if word not in stop_set]
-    sw = [w for word, w in zip(words, weights) if word in stop_set]
+    cw = [w for word, w in zip(words, weights, strict=True) if word not in stop_set]
+    sw = [w for word, w in zip(words, weights, strict=True) if word in stop_set]
     stop_by_rank = [word for word in words if word in stop_set]
     return _Vocab(
         words=words,
@@ -293,6 +378,7 @@ def _tag_pool(vocab_size: int) -> tuple[list[str], list[float]]:
 # Note planning (structure only; cheap) and rendering
 # --------------------------------------------------------------------------- #
 
+
 def _cap(w: str) -> str:
     return w[:1].upper() + w[1:] if w[:1].islower() else w
 
@@ -301,7 +387,7 @@ def _poisson(rng: Random, lam: float) -> int:
     if lam <= 0:
         return 0
     if lam > 30:
-        return max(0, int(round(rng.gauss(lam, math.sqrt(lam)))))
+        return max(0, round(rng.gauss(lam, math.sqrt(lam))))
     L = math.exp(-lam)
     k, p = 0, 1.0
     while True:
@@ -316,25 +402,22 @@ class _Plan:
     index: int
     folder: int
     stem: str
-    headings: list[tuple[int, str]]       # (level, text)
-    paragraphs: list[list[int]]          # per section: word counts of its paragraphs
-    intro: int                            # intro paragraph word count (0 = none)
+    headings: list[tuple[int, str]]  # (level, text)
+    paragraphs: list[list[int]]  # per section: word counts of its paragraphs
+    intro: int  # intro paragraph word count (0 = none)
     frontmatter: bool
     aliases: list[str]
 
 
 def _plan_sections(rng: Random, voc: _Vocab, sections_per_note: tuple[int, int]):
     lo, hi = sections_per_note
-    if rng.random() < LONG_NOTE_P:
-        n_sec = rng.randint(*LONG_SECTIONS)
-    else:
-        n_sec = rng.randint(lo, hi)
+    n_sec = _n_sections(rng, lo, hi)
     head_words = voc.content_s.sample(rng, n_sec * 4)
     headings: list[tuple[int, str]] = []
     used: set[str] = set()
     for s in range(n_sec):
         nw = 1 + int(rng.random() * 4)
-        text = " ".join(head_words[4 * s: 4 * s + nw])
+        text = " ".join(head_words[4 * s : 4 * s + nw])
         text = _cap(text)
         base, k = text, 2
         while text.lower() in used:
@@ -346,27 +429,46 @@ def _plan_sections(rng: Random, voc: _Vocab, sections_per_note: tuple[int, int])
     return headings, _para_counts(rng.random, n_sec)
 
 
+def _n_sections(rng: Random, lo: int, hi: int) -> int:
+    """lo..hi sections; LONG_NOTE_P of notes are long (LONG_SECTIONS)."""
+    if rng.random() < LONG_NOTE_P:
+        return rng.randint(*LONG_SECTIONS)
+    return rng.randint(lo, hi)
+
+
 def _para_counts(rnd, n_sec: int) -> list[list[int]]:
     """Per section: 1-4 paragraphs of 20-120 words."""
     return [[20 + int(rnd() * 101) for _ in range(1 + int(rnd() * 4))] for _ in range(n_sec)]
 
 
-def _blocks_of(intro: int, paragraphs: list[list[int]]) -> int:
-    """What a heading-section chunker with a ~CHUNK_WORDS limit would make."""
-    blocks = 1 if intro else 0
-    for paras in paragraphs:
-        blocks += 1
-        cur = 0
-        for wc in paras:
-            if cur and cur + wc > CHUNK_WORDS:
-                blocks += 1
-                cur = 0
-            cur += wc
-    return blocks
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 
 
-def _make_plan(seed: int, i: int, width: int, n_folders: int, voc: _Vocab,
-               sections_per_note: tuple[int, int]) -> _Plan:
+def _ntok(text: str) -> int:
+    """Token count as vaultctx's parser estimates it: words and punctuation marks."""
+    return len(_TOKEN_RE.findall(text))
+
+
+def _pack(tokens: list[int], limit: int = CHUNK_TOKENS) -> int:
+    """Chunks a heading section becomes when its paragraphs (token counts) are
+    packed greedily up to ``limit`` tokens; an over-long paragraph is split.
+    A section always yields at least one block (vaultctx keeps empty ones)."""
+    blocks = buf = 0
+    for t in tokens:
+        if t > limit:
+            blocks += (1 if buf else 0) + -(-t // limit)
+            buf = 0
+            continue
+        if buf and buf + t > limit:
+            blocks += 1
+            buf = 0
+        buf += t
+    return max(1, blocks + (1 if buf else 0))
+
+
+def _make_plan(
+    seed: int, i: int, width: int, n_folders: int, voc: _Vocab, sections_per_note: tuple[int, int]
+) -> _Plan:
     rng = Random(f"plan/{seed}/{i}")
     folder = rng.randrange(n_folders)
     tw = voc.content_s.sample(rng, 4)
@@ -383,12 +485,20 @@ def _make_plan(seed: int, i: int, width: int, n_folders: int, voc: _Vocab,
 
 
 _CODE_TEMPLATES = [
-    ("python", "def {a}_{b}({c}, {d}=None):\n    \"\"\"{e} {f}.\"\"\"\n    {g} = [{c} for {c} in {d} or []]\n    return len({g})\n"),
-    ("bash", "{a} --{b} {c}.txt | grep -i {d} > {e}.log\necho \"{f} done\"\n"),
-    ("json", "{{\n  \"{a}\": \"{b}\",\n  \"{c}\": [1, 2, 3],\n  \"{d}\": {{\"{e}\": true}}\n}}\n"),
+    (
+        "python",
+        'def {a}_{b}({c}, {d}=None):\n    """{e} {f}."""\n'
+        "    {g} = [{c} for {c} in {d} or []]\n    return len({g})\n",
+    ),
+    ("bash", '{a} --{b} {c}.txt | grep -i {d} > {e}.log\necho "{f} done"\n'),
+    ("json", '{{\n  "{a}": "{b}",\n  "{c}": [1, 2, 3],\n  "{d}": {{"{e}": true}}\n}}\n'),
     ("sql", "SELECT {a}, count(*) FROM {b}\nWHERE {c} = '{d}'\nGROUP BY {a};\n"),
     ("", "{a} = {b}\n{c} -> {d}\n{e}: {f} {g}\n"),
 ]
+
+
+_SENT_LEN = tuple(5 + (b * 14 >> 8) for b in range(256))  # 5..18 words
+_PUNCT = tuple("." if b < 236 else ("?" if b < 249 else "!") for b in range(256))
 
 
 class _Renderer:
@@ -400,31 +510,37 @@ class _Renderer:
     def tag(self, rng: Random) -> str:
         return rng.choices(self.tag_pool, cum_weights=self.tag_cw)[0]
 
-    def paragraph(self, rng: Random, words: list[str], inserts: list[str]) -> str:
-        """Turn a flat word list into capitalised, punctuated sentences
-        (edits tokens in place, one join per paragraph)."""
+    def paragraph(self, rng: Random, words: list[str], inserts: list[str]) -> tuple[str, int]:
+        """Turn a flat word list into capitalised, punctuated sentences of
+        5-18 words (edits tokens in place, one join per paragraph; the
+        per-sentence randomness comes from one randbytes() call).
+        Returns (text, token estimate)."""
+        n = len(words)
+        tokens = n + sum(map(_ntok, inserts)) if inserts else n
         for ins in inserts:
             words.insert(1 + int(rng.random() * len(words)), ins)
         n = len(words)
         if not n:
-            return ""
-        rnd = rng.random
+            return "", 0
+        rb = rng.randbytes(3 * (n // 5 + 1))
         cap = self.cap.get
-        i = 0
+        i = s = 0
         while True:
             w = words[i]
             words[i] = cap(w, w)
-            j = i + 5 + int(rnd() * 14)          # 5..18 words
+            j = i + _SENT_LEN[rb[s]]
             if n - j < 4:
                 j = n
-            ln = j - i
-            if ln > 8 and rnd() < 0.45:
-                words[i + 2 + int(rnd() * (ln - 4))] += ","
-            r = rnd()
-            words[j - 1] += "." if r < 0.92 else ("?" if r < 0.97 else "!")
+            c = rb[s + 1]
+            if c < 115 and j - i > 8:  # ~45% of longer sentences get a comma
+                words[i + 2 + c % (j - i - 4)] += ","
+                tokens += 1
+            words[j - 1] += _PUNCT[rb[s + 2]]
+            tokens += 1
             if j >= n:
-                return " ".join(words)
+                return " ".join(words), tokens
             i = j
+            s += 3
 
     def bullets(self, rng: Random) -> str:
         k = rng.randint(2, 6)
@@ -433,7 +549,7 @@ class _Renderer:
         lines = []
         for j in range(k):
             nw = rng.randint(3, 12)
-            item = words[12 * j: 12 * j + nw]
+            item = words[12 * j : 12 * j + nw]
             item[0] = _cap(item[0])
             prefix = ("- [x] " if rng.random() < 0.4 else "- [ ] ") if task else "- "
             lines.append(prefix + " ".join(item))
@@ -445,8 +561,12 @@ class _Renderer:
         body = tpl.format(a=w[0], b=w[1], c=w[2], d=w[3], e=w[4], f=w[5], g=w[6])
         return f"```{lang}\n{body}```"
 
-    def body(self, rng: Random, plan: _Plan, links: list[tuple[str, bool]]) -> str:
-        """Render title + intro + sections.  ``links`` are (markdown, is_embed)."""
+    def body(self, rng: Random, plan: _Plan, links: list[tuple[str, bool]]) -> tuple[str, int]:
+        """Render title + intro + sections.  ``links`` are (markdown, is_embed).
+
+        Returns (markdown, blocks): blocks is what a heading-section chunker
+        with CHUNK_TOKENS-token chunks makes of it (the ``# Title`` section
+        counts, even when empty, as vaultctx's parser does)."""
         text_s = self.voc.text
         # distribute links over paragraphs (embeds go on their own line after it)
         n_par = sum(len(p) for p in plan.paragraphs) + (1 if plan.intro else 0)
@@ -460,35 +580,47 @@ class _Renderer:
         pos = 0
         parts = [f"# {plan.stem}\n"]
         pidx = 0
+        sec_tokens: list[int] = []  # paragraph token counts of the current section
+        blocks = 0
 
         def para(wc: int) -> str:
             nonlocal pos, pidx
-            words = pool[pos:pos + wc]
+            words = pool[pos : pos + wc]
             pos += wc
             ins = inline.get(pidx, [])
-            if rng.random() < 0.05:
-                ins = ins + ["#" + self.tag(rng)]
-            p = self.paragraph(rng, words, ins)
+            if rng.random() < 0.025:
+                ins = [*ins, "#" + self.tag(rng)]
+            p, tok = self.paragraph(rng, words, ins)
+            sec_tokens.append(tok)
             em = embeds.get(pidx)
             if em:
-                p += "\n\n" + "\n".join(em)
+                line = "\n".join(em)
+                p += "\n\n" + line
+                sec_tokens.append(_ntok(line))
             pidx += 1
             return p
 
         if plan.intro:
             parts.append(para(plan.intro) + "\n")
-        for (level, heading), paras in zip(plan.headings, plan.paragraphs):
+        for (level, heading), paras in zip(plan.headings, plan.paragraphs, strict=True):
+            blocks += _pack(sec_tokens)
+            sec_tokens.clear()
             parts.append(f"{'#' * level} {heading}\n")
             nparas = len(paras)
             for j, wc in enumerate(paras):
                 parts.append(para(wc) + "\n")
                 if j == nparas - 1 or rng.random() < 0.5:
                     r = rng.random()
-                    if r < 0.10:
-                        parts.append(self.bullets(rng) + "\n")
-                    elif r < 0.14:
-                        parts.append(self.code(rng) + "\n")
-        return "\n".join(parts)
+                    extra = None
+                    if r < 0.08:
+                        extra = self.bullets(rng)
+                    elif r < 0.105:
+                        extra = self.code(rng)
+                    if extra is not None:
+                        parts.append(extra + "\n")
+                        sec_tokens.append(_ntok(extra))
+        blocks += _pack(sec_tokens)
+        return "\n".join(parts), blocks
 
     def frontmatter(self, rng: Random, plan: _Plan) -> str:
         if not plan.frontmatter:
@@ -500,7 +632,7 @@ class _Renderer:
             lines.append(f"tags: [{', '.join(tags)}]")
         if plan.aliases:
             lines.append(f"aliases: [{', '.join(plan.aliases)}]")
-        # created: deterministic from the plan rng of this note
+        # created: drawn from the per-note text rng
         day = int(rng.random() * 2200)
         lines.append(f"created: {date.fromordinal(_EPOCH + day).isoformat()}")
         lines.append("---\n")
@@ -514,12 +646,15 @@ _EPOCH = date(2020, 1, 1).toordinal()
 # Public API
 # --------------------------------------------------------------------------- #
 
+
 @dataclass(frozen=True)
 class SynthStats:
     notes: int
-    blocks_estimate: int   # heading sections + intro + extra paragraph chunks (~what an indexer makes)
-    links: int             # wiki-links written (incl. embeds and dangling ones)
-    bytes: int             # total bytes of all .md files written
+    # blocks a heading-section chunker makes at CHUNK_TOKENS (=200) tokens per chunk,
+    # title section included: equals vaultctx's parser at its default chunk_tokens
+    blocks_estimate: int
+    links: int  # wiki-links written (incl. embeds and dangling ones)
+    bytes: int  # total bytes of all .md files written
 
 
 def _width(n_notes: int) -> int:
@@ -541,31 +676,45 @@ def _safe_dir(root_res: Path, d: Path) -> Path:
     return d
 
 
+_O_FLAGS = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_TRUNC
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path``; never follows a symlink at ``path``."""
+    fd = os.open(path, _O_FLAGS, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
 def note_stem(root: Path, index: int) -> str:
     """Link name (file stem) of note ``index`` in an existing generated vault."""
     return _find_note(Path(root), index).stem
 
 
-def generate_vault(root: Path, n_notes: int, *, seed: int = 0,
-                   sections_per_note: tuple[int, int] = (2, 6),
-                   link_density: float = 3.0, vocab_size: int = 20000) -> SynthStats:
-    """Write ``n_notes`` notes under ``root`` (created if missing; nothing is
-    written outside it, nothing existing is deleted) and return stats."""
-    if n_notes < 0:
-        raise ValueError("n_notes must be >= 0")
-    lo, hi = sections_per_note
-    if not (1 <= lo <= hi):
-        raise ValueError("sections_per_note must be (lo, hi) with 1 <= lo <= hi")
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    root_res = root.resolve()
+def _build(
+    n_notes: int,
+    seed: int,
+    sections_per_note: tuple[int, int],
+    link_density: float,
+    vocab_size: int,
+) -> tuple[list[_Plan], list[list[tuple[str, bool]]], int]:
+    """Plans (names, headings, structure) of all notes + their outgoing links."""
     voc = _vocab(vocab_size)
-    rend = _Renderer(voc, _tag_pool(vocab_size))
     width = _width(n_notes)
     n_folders = _n_folders(n_notes)
 
     # pass 1: structure of every note (names + headings are needed by linkers)
-    plans = [_make_plan(seed, i, width, n_folders, voc, (lo, hi)) for i in range(n_notes)]
+    plans = [_make_plan(seed, i, width, n_folders, voc, sections_per_note) for i in range(n_notes)]
 
     # pass 2: link graph, preferential attachment (Price model)
     grng = Random(f"links/{seed}")
@@ -577,13 +726,13 @@ def generate_vault(root: Path, n_notes: int, *, seed: int = 0,
         k = _poisson(grng, link_density) if n_notes > 1 else 0
         for _ in range(k):
             r = grng.random()
-            if r < 0.02:   # dangling: a name no note has (all real ones start with "topic-")
-                w = voc.content_s.sample(grng, 2)
-                mine.append((f"[[{_cap(w[0])} {w[1]}]]", False))
+            if r < 0.02:  # dangling: 3 words, so no stem ("topic-...") nor 2-word alias matches
+                w = voc.content_s.sample(grng, 3)
+                mine.append((f"[[{_cap(w[0])} {w[1]} {w[2]}]]", False))
                 n_links += 1
                 continue
             for _try in range(4):
-                if chosen and grng.random() < 0.6:
+                if chosen and grng.random() < PA_COPY_P:
                     t = chosen[grng.randrange(len(chosen))]
                 else:
                     t = grng.randrange(n_notes)
@@ -610,28 +759,61 @@ def generate_vault(root: Path, n_notes: int, *, seed: int = 0,
             n_links += 1
         out_links.append(mine)
 
+    return plans, out_links, n_links
+
+
+def _render(
+    plans: list[_Plan], out_links: list[list[tuple[str, bool]]], seed: int, vocab_size: int
+) -> Iterator[tuple[_Plan, bytes, int]]:
+    """(plan, file bytes, blocks) per note."""
+    rend = _Renderer(_vocab(vocab_size), _tag_pool(vocab_size))
+    for plan, links in zip(plans, out_links, strict=True):
+        rng = Random(f"text/{seed}/{plan.index}")
+        front = rend.frontmatter(rng, plan)
+        body, n_blocks = rend.body(rng, plan, links)
+        yield plan, (front + body).encode("utf-8"), n_blocks
+
+
+def generate_vault(
+    root: Path,
+    n_notes: int,
+    *,
+    seed: int = 0,
+    sections_per_note: tuple[int, int] = (2, 6),
+    link_density: float = 3.0,
+    vocab_size: int = 20000,
+) -> SynthStats:
+    """Write ``n_notes`` notes under ``root`` (created if missing; nothing is
+    written outside it, nothing existing is deleted) and return stats."""
+    if n_notes < 0:
+        raise ValueError("n_notes must be >= 0")
+    lo, hi = sections_per_note
+    if not (1 <= lo <= hi):
+        raise ValueError("sections_per_note must be (lo, hi) with 1 <= lo <= hi")
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    root_res = root.resolve()
+    plans, out_links, n_links = _build(n_notes, seed, (lo, hi), link_density, vocab_size)
+
     # pass 3: render + write
     dirs: dict[int, Path] = {}
     total_bytes = 0
     blocks = 0
-    for plan, links in zip(plans, out_links):
+    for plan, data, n_blocks in _render(plans, out_links, seed, vocab_size):
         d = dirs.get(plan.folder)
         if d is None:
             d = dirs[plan.folder] = _safe_dir(root_res, root / f"area-{plan.folder:03d}")
-        rng = Random(f"text/{seed}/{plan.index}")
-        text = rend.frontmatter(rng, plan) + rend.body(rng, plan, links)
-        data = text.encode("utf-8")
         name = plan.stem + ".md"
         assert _SAFE_NAME.match(name), name
-        with open(d / name, "wb") as fh:
-            fh.write(data)
+        _write_new(d / name, data)
         total_bytes += len(data)
-        blocks += _blocks_of(plan.intro, plan.paragraphs)
+        blocks += n_blocks
     return SynthStats(notes=n_notes, blocks_estimate=blocks, links=n_links, bytes=total_bytes)
 
 
-def generate_queries(n: int, *, seed: int = 1, vocab_size: int = 20000,
-                     min_words: int = 3, max_words: int = 12) -> list[str]:
+def generate_queries(
+    n: int, *, seed: int = 1, vocab_size: int = 20000, min_words: int = 3, max_words: int = 12
+) -> list[str]:
     """``n`` search queries (mean ≈ 7 words for 3..12) from the vault's Zipf
     vocabulary: ~82% content words, ~18% stop-words, ~5% of queries contain a
     quoted two-word phrase."""
@@ -647,10 +829,7 @@ def generate_queries(n: int, *, seed: int = 1, vocab_size: int = 20000,
         content = voc.content_s.sample(rng, ln)
         words: list[str] = []
         for j in range(ln):
-            if j > 0 and rng.random() < 0.18:
-                w = voc.stop_s.one(rng)
-            else:
-                w = content[j]
+            w = voc.stop_s.one(rng) if j > 0 and rng.random() < 0.18 else content[j]
             if words and words[-1] == w:
                 w = content[j]
                 if words[-1] == w:
@@ -658,7 +837,7 @@ def generate_queries(n: int, *, seed: int = 1, vocab_size: int = 20000,
             words.append(w)
         if ln >= 2 and rng.random() < 0.05:
             j = rng.randrange(ln - 1)
-            words[j:j + 2] = [f'"{content[j]} {content[j + 1]}"']
+            words[j : j + 2] = [f'"{content[j]} {content[j + 1]}"']
         out.append(" ".join(words))
     return out
 
@@ -699,8 +878,8 @@ def edit_note(root: Path, index: int, *, seed: int = 2, vocab_size: int = 20000)
     if old.startswith("---\n"):
         end = old.find("\n---\n", 4)
         if end != -1:
-            front = old[:end + 5] + "\n"
-            rest = old[end + 5:]
+            front = old[: end + 5]
+            rest = old[end + 5 :]
     # headings outside code fences
     headings: list[tuple[int, str]] = []
     in_fence = False
@@ -724,12 +903,13 @@ def edit_note(root: Path, index: int, *, seed: int = 2, vocab_size: int = 20000)
     paragraphs = _para_counts(rng.random, len(headings))
     intro = rng.randint(15, 60) if rng.random() < INTRO_P else 0
     plan = _Plan(index, 0, path.stem, headings, paragraphs, intro, False, [])
-    text = front + rend.body(rng, plan, links)
-    if text == old:   # astronomically unlikely; keep the "content changed" promise
+    text = front + rend.body(rng, plan, links)[0]
+    if text == old:  # astronomically unlikely; keep the "content changed" promise
         text += "\n"
+    if path.is_symlink():
+        raise RuntimeError(f"refusing to rewrite a symlink: {path}")
     tmp = path.with_name(path.name + ".synthvault-tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(text.encode("utf-8"))
+    _write_new(tmp, text.encode("utf-8"))
     os.replace(tmp, path)
     new_mtime = max(time.time_ns(), old_mtime + 1_000_000)
     os.utime(path, ns=(new_mtime, new_mtime))
@@ -738,20 +918,19 @@ def edit_note(root: Path, index: int, *, seed: int = 2, vocab_size: int = 20000)
 
 @lru_cache(maxsize=16)
 def _mean_blocks_per_note(sections_per_note: tuple[int, int]) -> float:
-    # Monte-Carlo over the exact planning code (structure only, no text).
+    """1 title block + E[#sections] * (blocks per section).  E[#sections] is
+    exact; blocks per section is measured by rendering (not writing) a small
+    calibration vault with the very same code (~0.3 s, once per process).
+    Stratifying like this removes the large note-to-note variance caused by
+    the long notes (~1% error instead of ~4%)."""
     lo, hi = sections_per_note
-    rng = Random("blocks-estimate")
-    total = 0
-    samples = 20000
-    for _ in range(samples):
-        if rng.random() < LONG_NOTE_P:
-            n_sec = rng.randint(*LONG_SECTIONS)
-        else:
-            n_sec = rng.randint(lo, hi)
-        paras = _para_counts(rng.random, n_sec)
-        intro = 1 if rng.random() < INTRO_P else 0
-        total += _blocks_of(intro, paras)
-    return total / samples
+    n = 600
+    plans, links, _ = _build(n, 424242, (lo, hi), 3.0, 20000)
+    blocks = sum(b for _, _, b in _render(plans, links, 424242, 20000))
+    sections = sum(len(p.headings) for p in plans)
+    per_section = (blocks - n) / sections
+    e_sections = (1 - LONG_NOTE_P) * (lo + hi) / 2 + LONG_NOTE_P * sum(LONG_SECTIONS) / 2
+    return 1 + e_sections * per_section
 
 
 def blocks_to_notes(n_blocks: int, sections_per_note: tuple[int, int] = (2, 6)) -> int:
@@ -764,6 +943,7 @@ def blocks_to_notes(n_blocks: int, sections_per_note: tuple[int, int] = (2, 6)) 
 # --------------------------------------------------------------------------- #
 # CLI
 # --------------------------------------------------------------------------- #
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Generate a deterministic synthetic Markdown vault.")
@@ -778,8 +958,14 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     n = a.notes if a.notes is not None else blocks_to_notes(a.blocks, tuple(a.sections))
     t0 = time.perf_counter()
-    st = generate_vault(a.out_dir, n, seed=a.seed, sections_per_note=tuple(a.sections),
-                        link_density=a.link_density, vocab_size=a.vocab_size)
+    st = generate_vault(
+        a.out_dir,
+        n,
+        seed=a.seed,
+        sections_per_note=tuple(a.sections),
+        link_density=a.link_density,
+        vocab_size=a.vocab_size,
+    )
     dt = time.perf_counter() - t0
     print(json.dumps(asdict(st)))
     print(f"{n} notes in {dt:.2f}s ({n / dt if dt else 0:.0f} notes/s)", file=sys.stderr)

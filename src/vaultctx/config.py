@@ -43,7 +43,7 @@ class Config(BaseModel):
     rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant")
     weight_lexical: float = Field(1.0, ge=0)
     weight_vector: float = Field(1.0, ge=0)
-    weight_graph: float = Field(0.5, ge=0)
+    weight_graph: float = Field(0.3, ge=0)
     weight_memory: float = Field(0.7, ge=0)
 
     @classmethod

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import datetime as _dt
 import threading
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from ..config import CONFIG_DIRNAME, Config, load_config
-from ..errors import NotIndexed, VaultNotFound
+from ..errors import NoteNotFound, NotIndexed, VaultNotFound
 from .db import IndexDatabase, WriterLock
 from .embeddings import Embedder
 from .graph import build_graph
 from .indexer import Indexer, IndexReport, Progress
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from ..pipeline import Filters, Selection, Selector
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class Workspace:
         self.embedder = embedder
         self._write_lock = threading.Lock()
         self._graph_cache: tuple[str | None, nx.DiGraph] | None = None
+        self._selector: Selector | None = None
 
     @classmethod
     def open(
@@ -154,9 +159,94 @@ class Workspace:
             self._graph_cache = cached
         return cached[1]
 
+    # --- select --------------------------------------------------------------------------
+
+    @property
+    def selector(self) -> Selector:
+        """The warm select state (vectors, link graph, threads), created on first use."""
+        if self._selector is None:
+            from ..pipeline import Selector
+
+            with self._write_lock:
+                if self._selector is None:
+                    self._selector = Selector(self)
+        return self._selector
+
+    def select(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        filters: Filters | dict[str, Any] | None = None,
+        use_vectors: bool = True,
+        explain: bool = False,
+        max_per_note: int = 3,
+        retrievers: list[str] | None = None,
+    ) -> Selection:
+        """Rank blocks (and other candidates) for `query`: FTS5, vectors and the link graph
+        in parallel, fused by weighted RRF. Deterministic; spends no tokens.
+
+        `use_vectors=False` never loads the embedding model. `retrievers` runs only the
+        named ones (e.g. `["lexical"]`); `max_per_note` caps blocks per note (0: no cap).
+        """
+        from ..pipeline import Filters
+
+        self.require_index()
+        if isinstance(filters, dict):
+            filters = Filters(**filters)
+        return self.selector.select(
+            query,
+            k=k,
+            filters=filters,
+            use_vectors=use_vectors,
+            explain=explain,
+            max_per_note=max_per_note,
+            retrievers=retrievers,
+        )
+
+    def touch(self, note: str, *, kind: str = "touch") -> str:
+        """Record that the user opened or worked on `note` (a path or title): a graph seed
+        for the next selects. Returns the note's path."""
+        path, note_id = self.resolve_note(note)
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO accesses(note_id, at, kind) VALUES (?, ?, ?)",
+                (note_id, time.time(), kind),
+            )
+        return path
+
+    def resolve_note(self, note: str) -> tuple[str, int]:
+        """Find a note by vault path (with or without .md), file name, title or alias."""
+        conn = self.db.connect()
+        wanted = note.strip().replace("\\", "/").removeprefix("./")
+        queries = (
+            ("SELECT path, id FROM notes WHERE path = ?", wanted),
+            ("SELECT path, id FROM notes WHERE path = ?", f"{wanted}.md"),
+            ("SELECT path, id FROM notes WHERE lower(path) = lower(?)", wanted),
+            ("SELECT path, id FROM notes WHERE lower(path) = lower(?)", f"{wanted}.md"),
+            ("SELECT path, id FROM notes WHERE lower(title) = lower(?) ORDER BY length(path)", wanted),
+            (
+                "SELECT n.path, n.id FROM aliases a JOIN notes n ON n.id = a.note_id"
+                " WHERE lower(a.alias) = lower(?) ORDER BY length(n.path)",
+                wanted,
+            ),
+            (
+                "SELECT path, id FROM notes WHERE lower(path) LIKE '%/' || lower(?)"
+                " ORDER BY length(path)",
+                f"{wanted}.md",
+            ),
+        )
+        for sql, arg in queries:
+            row = conn.execute(sql, (arg,)).fetchone()
+            if row:
+                return row[0], row[1]
+        raise NoteNotFound(f"no note named {note!r} in {self.root}")
+
     # --- lifecycle -----------------------------------------------------------------------
 
     def close(self) -> None:
+        if self._selector is not None:
+            self._selector.close()
         self.db.close()
 
     def __enter__(self) -> Workspace:

@@ -1,0 +1,199 @@
+"""Lexical retrieval: FTS5 bm25 over blocks, with query building that keeps latency flat.
+
+A user's words become an OR of discriminating terms: tokenized by the index's own tokenizer
+(porter, unicode61, diacritics removed), stop-words dropped, terms too common to tell blocks
+apart dropped unless nothing else remains, quoted phrases kept as phrases, `term*` as a prefix.
+Every term is quoted in the MATCH expression, so no user input is ever FTS5 syntax.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass, field
+
+from .fusion import Hit
+
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+# bm25 column weights for (title, heading_path, text): a word in a note's title or a section's
+# heading says more about the block than the same word in passing.
+DEFAULT_COLUMN_WEIGHTS = (3.0, 2.0, 1.0)
+# A term in more than this share of blocks (and more than COMMON_TERM_MIN_DOCS blocks) barely
+# discriminates, yet costs the most to score. Small vaults keep every term: they are fast anyway.
+COMMON_TERM_RATIO = 0.1
+COMMON_TERM_MIN_DOCS = 2000
+MAX_TERMS = 16
+
+STOP_WORDS = frozenset(
+    """a about above after again against all also am an and any are aren't as at be because
+    been before being below between both but by can cannot could did do does doing don't down
+    during each few for from further get got had has have having he her here hers herself him
+    himself his how i i'm if in into is it it's its itself just let me more most my myself no
+    nor not now of off on once only or other ought our ours ourselves out over own please same
+    she should so some such than that the their theirs them themselves then there these they
+    this those through to too under until up upon us very via was we were what when where which
+    while who whom why will with within without would you your yours yourself yourselves""".split()
+)
+
+_PHRASE = re.compile(r'"([^"]+)"')
+_TOKEN = re.compile(r"[^\W_]+(\*?)")
+
+
+@dataclass(frozen=True)
+class LexicalQuery:
+    """The FTS5 query built from a user's text, and why each word was kept or dropped."""
+
+    match: str | None
+    terms: tuple[str, ...] = ()
+    phrases: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+    dropped: dict[str, str] = field(default_factory=dict)
+
+    def explain(self) -> dict:
+        return {
+            "fts_query": self.match,
+            "terms": list(self.terms),
+            "phrases": list(self.phrases),
+            "prefixes": list(self.prefixes),
+            "dropped": dict(self.dropped),
+        }
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+class QueryTokenizer:
+    """Tokenizes text exactly as the index does, through a temporary in-memory FTS5 table
+    with the same tokenizer, read back with fts5vocab. Per connection; costs ~50 µs."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vx_qtok"
+            f" USING fts5(x, tokenize='{FTS_TOKENIZER}')"
+        )
+        conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vx_qtok_v USING fts5vocab(temp, vx_qtok, instance)"
+        )
+        conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vx_vocab USING fts5vocab(main, blocks_fts, row)"
+        )
+
+    def stems(self, text: str) -> list[str]:
+        """Index terms of `text` in order (one per token)."""
+        self.conn.execute("DELETE FROM temp.vx_qtok")
+        self.conn.execute("INSERT INTO temp.vx_qtok(x) VALUES (?)", (text,))
+        rows = self.conn.execute("SELECT term, offset FROM temp.vx_qtok_v ORDER BY offset")
+        return [term for term, _ in rows]
+
+    def doc_freqs(self, terms: list[str]) -> dict[str, int]:
+        if not terms:
+            return {}
+        marks = ",".join("?" * len(terms))
+        rows = self.conn.execute(
+            f"SELECT term, doc FROM temp.vx_vocab WHERE term IN ({marks})", terms
+        )
+        return dict(rows.fetchall())
+
+
+def build_query(
+    text: str, tokenizer: QueryTokenizer, total_blocks: int, *, common_ratio: float = COMMON_TERM_RATIO
+) -> LexicalQuery:
+    dropped: dict[str, str] = {}
+    phrases: list[str] = []
+
+    def take_phrase(m: re.Match[str]) -> str:
+        inner = m.group(1)
+        if len(tokenizer.stems(inner)) > 1:
+            phrases.append(" ".join(inner.split()))
+            return " "
+        return f" {inner} "  # a quoted single word is just a word
+
+    rest = _PHRASE.sub(take_phrase, text).replace('"', " ")
+
+    raw_tokens = [(m.group(0).rstrip("*"), bool(m.group(1))) for m in _TOKEN.finditer(rest)]
+    stems = tokenizer.stems(" ".join(token for token, _ in raw_tokens))
+    if len(stems) != len(raw_tokens):  # tokenizer disagreement: trust the index's terms
+        raw_tokens = [(stem, False) for stem in stems]
+
+    prefixes: list[str] = []
+    candidates: list[tuple[str, str]] = []  # (stem, raw token)
+    seen: set[str] = set()
+    for (token, is_prefix), stem in zip(raw_tokens, stems, strict=False):
+        if is_prefix and len(token) >= 2:
+            if token.lower() not in prefixes:
+                prefixes.append(token.lower())
+            continue
+        if stem in seen:
+            continue
+        seen.add(stem)
+        if token.lower() in STOP_WORDS or (len(token) == 1 and not token.isdigit()):
+            dropped[token.lower()] = "stop-word"
+            continue
+        candidates.append((stem, token))
+
+    freqs = tokenizer.doc_freqs([stem for stem, _ in candidates])
+    present = [(stem, token) for stem, token in candidates if freqs.get(stem, 0) > 0]
+    for stem, token in candidates:
+        if freqs.get(stem, 0) == 0:
+            dropped[token.lower()] = "not in the index"
+    limit = max(COMMON_TERM_MIN_DOCS, int(total_blocks * common_ratio))
+    rare = [(stem, token) for stem, token in present if freqs[stem] <= limit]
+    if not rare and present and not phrases and not prefixes:
+        # Everything is common: keep the least common term rather than return nothing.
+        rare = [min(present, key=lambda st: (freqs[st[0]], st[0]))]
+    for stem, token in present:
+        if (stem, token) not in rare:
+            dropped[token.lower()] = f"too common ({freqs[stem]} of {total_blocks} blocks)"
+    rare.sort(key=lambda st: freqs[st[0]])
+    for stem, token in rare[MAX_TERMS:]:
+        dropped[token.lower()] = "query too long"
+    rare = rare[:MAX_TERMS]
+
+    clauses = [_quote(token) for _, token in rare]
+    clauses += [f"{_quote(p)}*" for p in prefixes]
+    phrase_clauses = [_quote(p) for p in phrases]
+    if phrase_clauses and clauses:
+        # A phrase is a requirement; the other words rank the blocks that have it.
+        match = " AND ".join(phrase_clauses) + " AND (" + " OR ".join(clauses) + ")"
+    elif phrase_clauses:
+        match = " AND ".join(phrase_clauses)
+    elif clauses:
+        match = " OR ".join(clauses)
+    else:
+        match = None
+    return LexicalQuery(
+        match=match,
+        terms=tuple(stem for stem, _ in rare),
+        phrases=tuple(phrases),
+        prefixes=tuple(prefixes),
+        dropped=dropped,
+    )
+
+
+def search(
+    conn: sqlite3.Connection,
+    query: LexicalQuery,
+    limit: int,
+    *,
+    weights: tuple[float, float, float] = DEFAULT_COLUMN_WEIGHTS,
+    allowed_table: str | None = None,
+) -> list[Hit]:
+    """Run the built query; `allowed_table` names a temp table of note ids to stay within."""
+    if query.match is None or limit <= 0:
+        return []
+    if allowed_table is None:
+        sql = (
+            "SELECT rowid, bm25(blocks_fts, ?, ?, ?) AS s FROM blocks_fts"
+            " WHERE blocks_fts MATCH ? ORDER BY s, rowid LIMIT ?"
+        )
+    else:
+        sql = (
+            "SELECT f.rowid, bm25(blocks_fts, ?, ?, ?) AS s FROM blocks_fts f"
+            " JOIN blocks b ON b.id = f.rowid"
+            f" WHERE blocks_fts MATCH ? AND b.note_id IN (SELECT note_id FROM {allowed_table})"
+            " ORDER BY s, f.rowid LIMIT ?"
+        )
+    rows = conn.execute(sql, (*weights, query.match, limit)).fetchall()
+    return [Hit(f"block:{rowid}", -score) for rowid, score in rows]

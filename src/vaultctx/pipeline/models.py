@@ -1,0 +1,139 @@
+"""What select returns: candidates with provenance, and the filters it accepts."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CandidateKind = Literal["block", "note", "memory"]
+
+
+class Source(BaseModel):
+    """How one retriever ranked a candidate."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rank: int
+    score: float
+
+
+class Candidate(BaseModel):
+    """One piece of context select proposes: a block of a note, a whole note, or a memory."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    kind: CandidateKind
+    path: str | None = None
+    title: str = ""
+    heading: str = ""
+    heading_path: str = ""
+    text: str = ""
+    score: float = 0.0
+    sources: dict[str, Source] = Field(default_factory=dict)
+    note_id: int | None = None
+    block_id: int | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+    tokens: int = 0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def contract(self) -> dict[str, Any]:
+        """The stable JSON shape documented in DESIGN.md (plus a few extra fields)."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "path": self.path,
+            "title": self.title,
+            "heading": self.heading,
+            "heading_path": self.heading_path,
+            "text": self.text,
+            "score": round(self.score, 6),
+            "sources": {
+                name: {"rank": s.rank, "score": round(s.score, 6)}
+                for name, s in sorted(self.sources.items())
+            },
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "tokens": self.tokens,
+            **({"metadata": self.metadata} if self.metadata else {}),
+        }
+
+
+class NoteHit(BaseModel):
+    """A note-level roll-up of its candidates."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    title: str
+    score: float
+    candidates: list[str]
+
+
+class Selection(BaseModel):
+    """Select's result: ranked candidates, diagnostics, and (with explain) its reasoning."""
+
+    model_config = ConfigDict(frozen=True)
+
+    query: str
+    candidates: list[Candidate]
+    diagnostics: dict[str, Any]
+    explain: dict[str, Any] | None = None
+
+    def notes(self) -> list[NoteHit]:
+        """Candidates rolled up to their notes, in order of each note's best candidate."""
+        by_path: dict[str, NoteHit] = {}
+        for candidate in self.candidates:
+            if candidate.path is None:
+                continue
+            hit = by_path.get(candidate.path)
+            if hit is None:
+                by_path[candidate.path] = NoteHit(
+                    path=candidate.path,
+                    title=candidate.title,
+                    score=candidate.score,
+                    candidates=[candidate.id],
+                )
+            else:
+                hit.candidates.append(candidate.id)
+        return list(by_path.values())
+
+    def contract(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "query": self.query,
+            "candidates": [c.contract() for c in self.candidates],
+            "diagnostics": self.diagnostics,
+        }
+        if self.explain is not None:
+            data["explain"] = self.explain
+        return data
+
+
+class Filters(BaseModel):
+    """Restrictions on what select may return. Empty filters allow everything."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str | None = Field(
+        None, description="folder ('Journal'), or glob over vault paths ('Journal/2025-*')"
+    )
+    tags: tuple[str, ...] = Field((), description="notes must carry every one of these tags")
+    frontmatter: dict[str, str] = Field(
+        default_factory=dict, description="frontmatter field equals value (lists: contains)"
+    )
+    modified_after: _dt.datetime | None = None
+    modified_before: _dt.datetime | None = None
+    kinds: tuple[CandidateKind, ...] = Field((), description="candidate kinds to keep")
+
+    @property
+    def restricts_notes(self) -> bool:
+        return bool(
+            self.path
+            or self.tags
+            or self.frontmatter
+            or self.modified_after
+            or self.modified_before
+        )
