@@ -43,4 +43,4 @@ def main() -> None:
     cli(prog_name="vaultctx")
 
 
-from . import index_cmds  # noqa: E402,F401  (registers commands on import)
+from . import index_cmds, select_cmds  # noqa: E402,F401  (registers commands on import)

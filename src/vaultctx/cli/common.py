@@ -20,6 +20,16 @@ def vault_argument(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
+def vault_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--vault",
+        "-V",
+        default=lambda: os.environ.get("VAULTCTX_VAULT", "."),
+        show_default="$VAULTCTX_VAULT or .",
+        help="The vault folder.",
+    )(fn)
+
+
 def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")(fn)
 

@@ -43,10 +43,10 @@ def allowed_notes(conn: sqlite3.Connection, filters: Filters) -> set[int]:
     for tag in filters.tags:
         tag = tag.lower().lstrip("#")
         # a tag filter also matches nested tags: 'pests' matches 'pests/varroa'
-        clauses.append(
-            "id IN (SELECT note_id FROM tags WHERE tag = ? OR tag LIKE ? ESCAPE '\\')"
+        clauses.append("id IN (SELECT note_id FROM tags WHERE tag = ? OR tag LIKE ? ESCAPE '\\')")
+        params.extend(
+            [tag, tag.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"]
         )
-        params.extend([tag, tag.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"])
     where = " WHERE " + " AND ".join(clauses) if clauses else ""
     rows = conn.execute(f"SELECT id, path, frontmatter FROM notes{where}", params)
     allowed: set[int] = set()
@@ -55,7 +55,9 @@ def allowed_notes(conn: sqlite3.Connection, filters: Filters) -> set[int]:
             continue
         if filters.frontmatter:
             frontmatter = json.loads(frontmatter_json)
-            if not all(_frontmatter_matches(frontmatter, k, v) for k, v in filters.frontmatter.items()):
+            if not all(
+                _frontmatter_matches(frontmatter, k, v) for k, v in filters.frontmatter.items()
+            ):
                 continue
         allowed.add(note_id)
     return allowed

@@ -121,8 +121,7 @@ def context_seeds(conn: sqlite3.Connection, now: float | None = None) -> dict[in
     now = time.time() if now is None else now
     seeds: dict[int, float] = {}
     for note_id, at in conn.execute(
-        "SELECT note_id, max(at) AS last FROM accesses GROUP BY note_id"
-        " ORDER BY last DESC LIMIT ?",
+        "SELECT note_id, max(at) AS last FROM accesses GROUP BY note_id ORDER BY last DESC LIMIT ?",
         (MAX_ACCESS_SEEDS,),
     ):
         seeds[note_id] = seeds.get(note_id, 0.0) + 0.5 ** (max(now - at, 0) / ACCESS_HALF_LIFE_S)
@@ -158,7 +157,10 @@ def walk(
     if graph.size == 0 or graph.src.size == 0 or not (context or hits):
         return [], explain
     seeds: dict[int, float] = {}
-    parts = [(hits, 1.0 - CONTEXT_SHARE if context else 1.0), (context, CONTEXT_SHARE if hits else 1.0)]
+    parts = [
+        (hits, 1.0 - CONTEXT_SHARE if context else 1.0),
+        (context, CONTEXT_SHARE if hits else 1.0),
+    ]
     for weights, share in parts:
         total = sum(weights.values())
         if total <= 0:

@@ -74,10 +74,12 @@ class QueryTokenizer:
             f" USING fts5(x, tokenize='{FTS_TOKENIZER}')"
         )
         conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vx_qtok_v USING fts5vocab(temp, vx_qtok, instance)"
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vx_qtok_v"
+            " USING fts5vocab(temp, vx_qtok, instance)"
         )
         conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vx_vocab USING fts5vocab(main, blocks_fts, row)"
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vx_vocab"
+            " USING fts5vocab(main, blocks_fts, row)"
         )
 
     def stems(self, text: str) -> list[str]:
@@ -98,7 +100,11 @@ class QueryTokenizer:
 
 
 def build_query(
-    text: str, tokenizer: QueryTokenizer, total_blocks: int, *, common_ratio: float = COMMON_TERM_RATIO
+    text: str,
+    tokenizer: QueryTokenizer,
+    total_blocks: int,
+    *,
+    common_ratio: float = COMMON_TERM_RATIO,
 ) -> LexicalQuery:
     dropped: dict[str, str] = {}
     phrases: list[str] = []
@@ -147,7 +153,7 @@ def build_query(
         if (stem, token) not in rare:
             dropped[token.lower()] = f"too common ({freqs[stem]} of {total_blocks} blocks)"
     rare.sort(key=lambda st: freqs[st[0]])
-    for stem, token in rare[MAX_TERMS:]:
+    for _, token in rare[MAX_TERMS:]:
         dropped[token.lower()] = "query too long"
     rare = rare[:MAX_TERMS]
 

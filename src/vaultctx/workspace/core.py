@@ -224,7 +224,10 @@ class Workspace:
             ("SELECT path, id FROM notes WHERE path = ?", f"{wanted}.md"),
             ("SELECT path, id FROM notes WHERE lower(path) = lower(?)", wanted),
             ("SELECT path, id FROM notes WHERE lower(path) = lower(?)", f"{wanted}.md"),
-            ("SELECT path, id FROM notes WHERE lower(title) = lower(?) ORDER BY length(path)", wanted),
+            (
+                "SELECT path, id FROM notes WHERE lower(title) = lower(?) ORDER BY length(path)",
+                wanted,
+            ),
             (
                 "SELECT n.path, n.id FROM aliases a JOIN notes n ON n.id = a.note_id"
                 " WHERE lower(a.alias) = lower(?) ORDER BY length(n.path)",

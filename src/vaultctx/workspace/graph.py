@@ -18,6 +18,7 @@ def build_graph(conn: sqlite3.Connection) -> nx.DiGraph:
     Dangling links and self-links are left out: they lead nowhere else.
     """
     import networkx as nx
+
     graph = nx.DiGraph()
     for path, title in conn.execute("SELECT path, title FROM notes"):
         graph.add_node(path, title=title)

@@ -8,6 +8,7 @@ offset and line number of the original text valid.
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +30,10 @@ _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.DOTALL)
 _WIKI_LINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
 _MD_LINK = re.compile(
-    r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)"
+    # The destination is `<...>` or a run of non-space characters with balanced parentheses,
+    # as in CommonMark; possessive, so a line of `[a](` fragments is not quadratic.
+    r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*(<[^<>\n]+>|(?:[^()\s]|\([^()\s]*\))++)"
+    r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)"
 )
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s)\]>]+")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
@@ -100,7 +104,11 @@ def parse_note(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNote:
     blocks = _split_blocks(body, masked, body_line, chunk_tokens)
     links = _extract_links(masked, body, body_line, blocks)
     tags = _unique(
-        [*_frontmatter_list(frontmatter, "tags", "tag"), *_inline_tags(masked)], lower=True
+        [
+            t.lstrip("#")
+            for t in (*_frontmatter_list(frontmatter, "tags", "tag"), *_inline_tags(masked))
+        ],
+        lower=True,
     )
     aliases = _unique(_frontmatter_list(frontmatter, "aliases", "alias"))
     warnings = (f"frontmatter: {fm_error}",) if fm_error else ()
@@ -108,7 +116,7 @@ def parse_note(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNote:
         title=title,
         frontmatter=frontmatter,
         frontmatter_error=fm_error,
-        tags=tuple(t.lstrip("#") for t in tags if t.lstrip("#")),
+        tags=tuple(t for t in tags if t),
         aliases=tuple(aliases),
         blocks=tuple(blocks),
         links=tuple(links),
@@ -134,18 +142,24 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str | None, str, int]:
     raw = text[opening.end() : close.start()]
     body_start = close.end() + 1 if close.end() < len(text) else close.end()
     body_line = text.count("\n", 0, body_start) + 1
+    # libyaml recurses in C and overflows the stack on absurdly deep nesting: text with that
+    # many nesting characters goes to the pure-Python loader, which raises RecursionError.
+    loader = _YamlLoader if sum(map(raw.count, "[{-?:")) < 2000 else yaml.SafeLoader
     try:
-        data = yaml.load(raw, Loader=_YamlLoader) if raw.strip() else {}
+        data = yaml.load(raw, Loader=loader) if raw.strip() else {}
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            return {}, f"expected a mapping, got {type(data).__name__}", text, 1
+        data = _jsonable(data)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         return {}, f"invalid YAML{where}: {problem}", text, 1
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        return {}, f"expected a mapping, got {type(data).__name__}", text, 1
-    return _jsonable(data), None, text[body_start:], body_line
+    except RecursionError:  # a self-referencing anchor (`&a [*a]`) or absurd nesting
+        return {}, "YAML nested too deeply or refers to itself", text, 1
+    return data, None, text[body_start:], body_line
 
 
 def _jsonable(value: Any) -> Any:
@@ -353,15 +367,21 @@ def _chunk_section(lines: list[str], limit: int) -> list[tuple[str, int, int, in
 
 
 def _split_long(text: str, limit: int) -> list[str]:
+    """Split by sentences, a long sentence by words, a long word at token boundaries."""
     pieces: list[str] = []
     buf: list[str] = []
     buf_tokens = 0
     for sentence in _SENTENCE_END.split(text):
         units = [sentence]
         if estimate_tokens(sentence) > limit:
-            words = sentence.split()
-            step = max(limit // 2, 1)  # words often carry punctuation: stay under the limit
-            units = [" ".join(words[i : i + step]) for i in range(0, len(words), step)]
+            units = []
+            for word in sentence.split():
+                starts = [m.start() for m in _TOKEN.finditer(word)]
+                if len(starts) <= limit:
+                    units.append(word)
+                    continue
+                cuts = [*starts[::limit], len(word)]  # a token never spans a cut
+                units.extend(word[a:b] for a, b in itertools.pairwise(cuts))
         for unit in units:
             n = estimate_tokens(unit)
             if buf and buf_tokens + n > limit:

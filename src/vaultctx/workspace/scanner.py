@@ -46,7 +46,9 @@ def scan_vault(root: Path) -> ScanResult:
     """Walk the vault for Markdown notes.
 
     Hidden entries and the ignore file's patterns are skipped; symlinks are followed only
-    when their target stays inside the vault, and each real directory is visited once.
+    when their target stays inside the vault, and each real directory is visited once:
+    symlinked folders wait until every real folder was walked, so a folder's notes keep
+    their real paths instead of appearing a second time under the link.
     """
     root = root.resolve()
     spec = load_ignore_spec(root)
@@ -54,7 +56,14 @@ def scan_vault(root: Path) -> ScanResult:
     problems: list[tuple[str, str]] = []
     seen_dirs: set[str] = {str(root)}
     stack: list[tuple[Path, str]] = [(root, "")]
-    while stack:
+    linked: list[tuple[str, Path, str]] = []  # (real path, link path, relative link path)
+    while stack or linked:
+        if not stack:
+            target, link_path, rel_link = linked.pop(0)
+            if target not in seen_dirs:
+                seen_dirs.add(target)
+                stack.append((link_path, rel_link))
+            continue
         directory, rel_dir = stack.pop()
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
@@ -78,12 +87,10 @@ def scan_vault(root: Path) -> ScanResult:
                 if target is None:
                     continue
                 if is_dir:
-                    if target in seen_dirs:
-                        continue
-                    seen_dirs.add(target)
+                    linked.append((target, Path(entry.path), rel))
+                    continue
             if is_dir:
-                if not entry.is_symlink():
-                    seen_dirs.add(os.path.realpath(entry.path))
+                seen_dirs.add(os.path.realpath(entry.path))
                 stack.append((Path(entry.path), rel))
             elif is_file and is_note_path(name):
                 try:

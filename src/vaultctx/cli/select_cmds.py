@@ -1,0 +1,206 @@
+"""`vaultctx select`, `vaultctx open` and `vaultctx touch`."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import unicodedata
+
+import click
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from ..errors import InvalidQuery
+from ..pipeline import Filters, Selection
+from ..pipeline.lexical import STOP_WORDS
+from . import cli
+from .common import json_option, open_workspace, vault_option
+from .output import console, emit_json
+
+RETRIEVER_LETTERS = {"lexical": "L", "vector": "V", "graph": "G", "memory": "M"}
+
+
+def filter_options(fn):
+    """--path/--tag/--field/--since/--until/--kind, shared by select and context."""
+    options = [
+        click.option("--path", "path_glob", help="Folder or glob over note paths."),
+        click.option("--tag", "tags", multiple=True, help="Only notes with this tag (repeat)."),
+        click.option(
+            "--field", "fields", multiple=True, metavar="KEY=VALUE", help="Frontmatter field."
+        ),
+        click.option("--since", type=click.DateTime(), help="Modified on or after this date."),
+        click.option("--until", type=click.DateTime(), help="Modified before this date."),
+        click.option(
+            "--kind",
+            "kinds",
+            multiple=True,
+            type=click.Choice(["block", "note", "memory"]),
+            help="Candidate kinds to keep.",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def build_filters(
+    path_glob: str | None,
+    tags: tuple[str, ...],
+    fields: tuple[str, ...],
+    since: _dt.datetime | None,
+    until: _dt.datetime | None,
+    kinds: tuple[str, ...],
+) -> Filters:
+    frontmatter = {}
+    for field in fields:
+        key, sep, value = field.partition("=")
+        if not sep or not key.strip():
+            raise InvalidQuery(f"--field expects KEY=VALUE, got {field!r}")
+        frontmatter[key.strip()] = value.strip()
+    return Filters(
+        path=path_glob,
+        tags=tags,
+        frontmatter=frontmatter,
+        modified_after=since.astimezone() if since else None,
+        modified_before=until.astimezone() if until else None,
+        kinds=kinds,
+    )
+
+
+@cli.command()
+@click.argument("query")
+@vault_option
+@click.option("-k", "--k", "k", default=10, show_default=True, help="Candidates to return.")
+@click.option("--no-vectors", is_flag=True, help="Lexical and graph only: never loads the model.")
+@click.option("--explain", is_flag=True, help="Show the FTS query, graph seeds and ranks.")
+@filter_options
+@json_option
+def select(
+    query: str,
+    vault: str,
+    k: int,
+    no_vectors: bool,
+    explain: bool,
+    as_json: bool,
+    **filter_args,
+) -> None:
+    """Rank the vault's blocks for QUERY (FTS5 + vectors + link graph, fused)."""
+    filters = build_filters(**filter_args)
+    with open_workspace(vault) as ws:
+        selection = ws.select(
+            query, k=k, filters=filters, use_vectors=not no_vectors, explain=explain
+        )
+    if as_json:
+        emit_json(selection.contract())
+        return
+    render_selection(selection)
+
+
+def render_selection(selection: Selection) -> None:
+    words = highlight_words(selection.query)
+    table = Table(title=f"select: {escape(selection.query)}", title_justify="left", expand=True)
+    table.add_column("#", justify="right", style="dim", no_wrap=True)
+    table.add_column("note", style="bold cyan", overflow="fold", ratio=2)
+    table.add_column("heading", overflow="fold", ratio=2)
+    table.add_column("snippet", ratio=5)
+    table.add_column("found by", no_wrap=True)
+    for rank, candidate in enumerate(selection.candidates, start=1):
+        found = " ".join(
+            f"{RETRIEVER_LETTERS.get(name, name[:1].upper())}{source.rank}"
+            for name, source in sorted(candidate.sources.items())
+        )
+        table.add_row(
+            str(rank),
+            escape(candidate.path or candidate.kind),
+            escape(candidate.heading_path or candidate.heading),
+            snippet(candidate.text, words),
+            found,
+        )
+    console.print(table)
+    d = selection.diagnostics
+    console.print(
+        f"[dim]{d['select_ms']:.1f} ms · path {d['retrieval_path']} · "
+        + " · ".join(
+            f"{name} {d[f'{name}_hits']} hits/{d[f'{name}_ms']:.1f} ms"
+            for name in ("lexical", "vector", "graph", "memory")
+            if f"{name}_hits" in d
+        )
+        + f" · {d['store_size']} blocks[/]"
+    )
+    if selection.explain:
+        explain = selection.explain
+        lexical = explain.get("lexical") or {}
+        console.print(f"[bold]FTS query:[/] {escape(str(lexical.get('fts_query')))}")
+        if lexical.get("dropped"):
+            dropped = ", ".join(f"{w} ({why})" for w, why in lexical["dropped"].items())
+            console.print(f"[bold]dropped:[/] {escape(dropped)}")
+        graph = explain.get("graph") or {}
+        console.print(
+            f"[bold]graph seeds:[/] context {escape(str(graph.get('context_seeds')))}; "
+            f"hits {escape(str(graph.get('hit_seeds')))}"
+        )
+        console.print(f"[bold]weights:[/] {explain.get('weights')} rrf_k={explain.get('rrf_k')}")
+
+
+def _fold(text: str) -> str:
+    return "".join(
+        c for c in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(c)
+    )
+
+
+def highlight_words(query: str) -> list[str]:
+    """Query words worth highlighting, as folded prefixes (so 'mites' lights up 'mite')."""
+    words = [_fold(w) for w in re.findall(r"[^\W_]+", query)]
+    return [w[: max(4, len(w) - 2)] for w in words if w not in STOP_WORDS and len(w) > 2]
+
+
+def snippet(text: str, words: list[str], width: int = 220) -> Text:
+    flat = " ".join(text.split())
+    folded = _fold(flat)
+    start = 0
+    positions = [folded.find(w) for w in words if folded.find(w) >= 0]
+    if positions and len(folded) == len(flat):
+        start = max(0, min(positions) - width // 4)
+    piece = flat[start : start + width]
+    out = Text(("…" if start else "") + piece + ("…" if start + width < len(flat) else ""))
+    if len(folded) == len(flat):
+        offset = 1 if start else 0
+        folded_piece = folded[start : start + width]
+        for word in words:
+            for m in re.finditer(r"\b" + re.escape(word) + r"\w*", folded_piece):
+                out.stylize("bold yellow", m.start() + offset, m.end() + offset)
+    return out
+
+
+@cli.command("open")
+@click.argument("note")
+@vault_option
+@click.option("--path-only", is_flag=True, help="Print only the note's path.")
+@json_option
+def open_note(note: str, vault: str, path_only: bool, as_json: bool) -> None:
+    """Print NOTE (a path, file name, title or alias) and remember it as being worked on."""
+    with open_workspace(vault) as ws:
+        path = ws.touch(note, kind="open")
+        content = (ws.root / path).read_text(encoding="utf-8", errors="replace")
+    if as_json:
+        emit_json({"path": path, "content": content})
+    elif path_only:
+        console.print(escape(path))
+    else:
+        console.rule(escape(path))
+        console.print(escape(content), soft_wrap=True)
+
+
+@cli.command()
+@click.argument("note")
+@vault_option
+@json_option
+def touch(note: str, vault: str, as_json: bool) -> None:
+    """Record that you are working on NOTE: it seeds graph retrieval for later selects."""
+    with open_workspace(vault) as ws:
+        path = ws.touch(note)
+    if as_json:
+        emit_json({"path": path, "touched": True})
+    else:
+        console.print(f"touched {escape(path)}")

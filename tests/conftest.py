@@ -1,0 +1,104 @@
+"""Shared fixtures: throwaway vaults on disk and one embedding model for the whole session.
+
+Every test indexes a copy of a vault under `tmp_path`; nothing is ever indexed in place in the
+repository or in the shared data folder.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Set before anything imports huggingface or litellm: tests never touch the network.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+
+import hashlib
+import shutil
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_VAULT = REPO_ROOT / "examples" / "vault"
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+REAL_VAULTS = SHARED_DATA / "vaults"
+
+VaultFiles = dict[str, str | bytes]
+
+
+def write_files(root: Path, files: VaultFiles) -> Path:
+    """Write {relative path: text or bytes} under root, creating folders."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return root
+
+
+def copy_vault(source: Path, dest: Path) -> Path:
+    """Copy a vault without any index it may carry."""
+    shutil.copytree(source, dest, symlinks=True, ignore=shutil.ignore_patterns(".vaultctx"))
+    return dest
+
+
+def hash_tree(root: Path) -> dict[str, str]:
+    """{relative path: blake2b of bytes} for every file outside `.vaultctx/`."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == ".vaultctx" or not path.is_file():
+            continue
+        out[rel.as_posix()] = hashlib.blake2b(path.read_bytes()).hexdigest()
+    return out
+
+
+def query(db_path: Path, sql: str, *args: object) -> list[tuple]:
+    """Run one read-only query against an index file, as a user with sqlite3 would."""
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_vaultctx_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """VAULTCTX_* variables of the developer's shell must not change what tests see."""
+    for key in list(os.environ):
+        if key.startswith("VAULTCTX_"):
+            monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def example_vault(tmp_path: Path) -> Path:
+    """A fresh copy of examples/vault, never indexed."""
+    return copy_vault(EXAMPLE_VAULT, tmp_path / "vault")
+
+
+@pytest.fixture
+def make_vault(tmp_path: Path) -> Callable[..., Path]:
+    """make_vault({"Note.md": "text", "bin.md": b"bytes"}) -> a new vault folder."""
+    counter = iter(range(1_000_000))
+
+    def make(files: VaultFiles, name: str | None = None) -> Path:
+        root = tmp_path / (name or f"vault{next(counter)}")
+        root.mkdir(parents=True)
+        return write_files(root, files)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Iterator[object]:
+    """One loaded embedding model shared by every slow test (loading takes seconds)."""
+    from vaultctx.workspace.embeddings import Embedder
+
+    model = Embedder()
+    model.encode(["warm up"])  # load now, so a broken model fails here, not mid-test
+    yield model

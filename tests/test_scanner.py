@@ -1,0 +1,146 @@
+"""Which files of a vault are notes: hidden folders, ignore rules, symlinks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from vaultctx.workspace.scanner import scan_vault
+
+
+def note_paths(root: Path) -> list[str]:
+    return [f.path for f in scan_vault(root).files]
+
+
+def test_finds_markdown_notes_in_every_folder_as_sorted_posix_paths(make_vault):
+    root = make_vault(
+        {
+            "Home.md": "# Home",
+            "Journal/2025/03/Inspection.md": "x",
+            "Journal/Season Log.md": "x",
+            "image.png": b"\x89PNG",
+            "data.csv": "a,b",
+            "notes.txt": "not markdown",
+        }
+    )
+    assert note_paths(root) == [
+        "Home.md",
+        "Journal/2025/03/Inspection.md",
+        "Journal/Season Log.md",
+    ]
+
+
+def test_records_size_and_mtime_of_each_note(make_vault):
+    root = make_vault({"A.md": "12345"})
+    (note,) = scan_vault(root).files
+    stat = (root / "A.md").stat()
+    assert (note.size, note.mtime_ns) == (5, stat.st_mtime_ns)
+    assert note.abspath == root.resolve() / "A.md"
+
+
+@pytest.mark.parametrize("folder", [".obsidian", ".trash", ".git", ".vaultctx", ".hidden"])
+def test_hidden_and_tool_folders_are_ignored(make_vault, folder):
+    root = make_vault({"Note.md": "x", f"{folder}/Inside.md": "x", f"{folder}/sub/Deep.md": "x"})
+    assert note_paths(root) == ["Note.md"]
+
+
+def test_hidden_files_are_ignored(make_vault):
+    root = make_vault({"Note.md": "x", ".scratch.md": "x", "Folder/.draft.md": "x"})
+    assert note_paths(root) == ["Note.md"]
+
+
+def test_vaultctxignore_uses_gitignore_syntax(make_vault):
+    root = make_vault(
+        {
+            ".vaultctxignore": (
+                "# private things\n"
+                "Private/\n"
+                "*.draft.md\n"
+                "!Keep.draft.md\n"
+                "/Top only.md\n"
+                "Journal/**/scratch.md\n"
+            ),
+            "Private/Bank details.md": "x",
+            "Private/Deep/More.md": "x",
+            "Ideas/Plan.draft.md": "x",
+            "Ideas/Keep.draft.md": "x",
+            "Ideas/Plan.md": "x",
+            "Top only.md": "x",
+            "Sub/Top only.md": "x",
+            "Journal/2025/scratch.md": "x",
+            "Journal/2025/Real.md": "x",
+        }
+    )
+    assert note_paths(root) == [
+        "Ideas/Keep.draft.md",
+        "Ideas/Plan.md",
+        "Journal/2025/Real.md",
+        "Sub/Top only.md",
+    ]
+
+
+def test_a_folder_pattern_without_slash_matches_folders_anywhere(make_vault):
+    root = make_vault({".vaultctxignore": "templates\n", "A/templates/T.md": "x", "A/B.md": "x"})
+    assert note_paths(root) == ["A/B.md"]
+
+
+def test_the_example_vault_ignore_file_keeps_private_notes_out(example_vault):
+    paths = note_paths(example_vault)
+    assert not [p for p in paths if p.startswith(("Private/", ".obsidian/", ".vaultctx/"))]
+    assert "Home.md" in paths
+    assert len(paths) == 52
+
+
+def test_symlinks_that_leave_the_vault_are_not_followed(tmp_path, make_vault):
+    outside = tmp_path / "outside"
+    (outside / "Secrets").mkdir(parents=True)
+    (outside / "Secrets" / "Leak.md").write_text("x")
+    (outside / "Single.md").write_text("x")
+    root = make_vault({"Inside.md": "x"})
+    (root / "Linked folder").symlink_to(outside / "Secrets", target_is_directory=True)
+    (root / "Linked note.md").symlink_to(outside / "Single.md")
+    (root / "Absolute root").symlink_to("/", target_is_directory=True)
+    assert note_paths(root) == ["Inside.md"]
+
+
+def test_symlink_to_a_note_inside_the_vault_is_followed(make_vault):
+    root = make_vault({"Real.md": "x"})
+    (root / "Shortcut.md").symlink_to(root / "Real.md")
+    assert note_paths(root) == ["Real.md", "Shortcut.md"]
+
+
+def test_symlink_loops_terminate(make_vault):
+    root = make_vault({"A/Note.md": "x", "A/B/Deeper.md": "x"})
+    (root / "A" / "B" / "up").symlink_to(root / "A", target_is_directory=True)
+    (root / "A" / "self").symlink_to(".", target_is_directory=True)
+    (root / "A" / "B" / "root").symlink_to(root, target_is_directory=True)
+    assert note_paths(root) == ["A/B/Deeper.md", "A/Note.md"]
+
+
+@pytest.mark.parametrize("link_name", ["0 first", "zz last"])
+def test_a_folder_reached_by_a_symlink_inside_the_vault_is_indexed_once(make_vault, link_name):
+    root = make_vault({"Hives/Clover.md": "x", "Hives/Records/Queens.md": "x"})
+    (root / link_name).symlink_to(root / "Hives", target_is_directory=True)
+    (root / f"{link_name} records").symlink_to(root / "Hives" / "Records")
+    assert note_paths(root) == ["Hives/Clover.md", "Hives/Records/Queens.md"]
+
+
+def test_dangling_symlinks_are_ignored(make_vault):
+    root = make_vault({"Note.md": "x"})
+    (root / "Gone.md").symlink_to(root / "missing.md")
+    (root / "Gone folder").symlink_to(root / "missing", target_is_directory=True)
+    assert note_paths(root) == ["Note.md"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can list any folder")
+def test_an_unlistable_folder_is_reported_as_a_problem(make_vault):
+    root = make_vault({"Note.md": "x", "Locked/Inside.md": "x"})
+    (root / "Locked").chmod(0)
+    try:
+        result = scan_vault(root)
+    finally:
+        (root / "Locked").chmod(0o755)
+    assert [f.path for f in result.files] == ["Note.md"]
+    assert [p for p, _ in result.problems] == ["Locked"]
