@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -152,18 +153,36 @@ class _Died(BaseException):
     """Stands in for the process dying at one exact point of a run."""
 
 
-@pytest.mark.parametrize("dies_in", ["_resolve_links", "_write"])
-def test_a_run_that_dies_midway_is_completed_by_the_next_run(example_vault, tmp_path, dies_in):
-    from vaultctx.workspace.indexer import Indexer
+@pytest.mark.parametrize(
+    ("dies_in", "after_calls"),
+    [("_write", 2), ("_resolve_links", 0)],
+    ids=["after-two-batches", "before-resolving-links"],
+)
+def test_a_run_that_dies_midway_is_completed_by_the_next_run(
+    example_vault, tmp_path, dies_in, after_calls
+):
+    from vaultctx.workspace import indexer as indexer_module
 
-    def die(*args, **kwargs):
-        raise _Died
+    real = getattr(indexer_module.Indexer, dies_in)
+    calls = []
+
+    def dying(self, *args, **kwargs):
+        calls.append(dies_in)
+        if len(calls) > after_calls:
+            raise _Died
+        return real(self, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(Indexer, dies_in, die)
+        mp.setattr(indexer_module, "_WRITE_BATCH", 10)
+        mp.setattr(indexer_module.Indexer, dies_in, dying)
         with pytest.raises(_Died):
             index(example_vault)
-    index(example_vault)
+    written = query(db_file(example_vault), "SELECT count(*) FROM notes")[0][0]
+    notes = len(list(example_vault.rglob("*.md"))) - 1  # less Private/Bank details.md
+    assert written == (20 if dies_in == "_write" else notes)
+
+    report = index(example_vault)
+    assert (report.unchanged, report.added) == (written, notes - written)
     clean_dir = tmp_path / "clean"
     index(example_vault, index_dir=str(clean_dir))
     assert snapshot(db_file(example_vault)) == snapshot(clean_dir / "index.db")
@@ -266,7 +285,7 @@ def test_a_huge_note_is_indexed_in_chunks_within_the_token_limit(make_vault):
     assert max(estimate_tokens(t) for t in texts) <= 200
     found = set()
     for t in texts:
-        found.update(int(m) for m in __import__("re").findall(r"marker(\d+)", t))
+        found.update(int(m) for m in re.findall(r"marker(\d+)", t))
     assert found == set(range(count)), "no paragraph is lost"
 
 

@@ -59,3 +59,37 @@ class NoteNotFound(VaultctxError):
     """A note named by the caller is not in the vault's index."""
 
     exit_code = 9
+
+
+class LLMError(VaultctxError):
+    """A model call gave no usable answer; `record` is the call's `llm.CallRecord`, if any."""
+
+    exit_code = 10
+
+    def __init__(self, message: str, *, record: object | None = None) -> None:
+        super().__init__(message)
+        self.record = record
+
+
+class LLMNotConfigured(LLMError):
+    """A model call was asked for, but no model is configured."""
+
+    exit_code = 11
+
+
+class LLMTimeout(LLMError):
+    """The model did not answer within the call's time limit."""
+
+    exit_code = 12
+
+
+class LLMFailed(LLMError):
+    """The provider refused or failed the call (HTTP error, connection, bad request)."""
+
+    exit_code = 13
+
+
+class LLMRateLimited(LLMFailed):
+    """The provider answered 429: too many requests or tokens for now."""
+
+    exit_code = 14

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -64,8 +62,6 @@ def index(vault: str, no_embed: bool, as_json: bool) -> None:
         f"{status.blocks} blocks, {status.links} links ({status.dangling_links} dangling), "
         f"{status.tags} tags, {status.vectors} vectors · {human_bytes(status.index_bytes)}"
     )
-    if report.skipped:
-        sys.exit(0)
 
 
 @cli.command()

@@ -65,10 +65,14 @@ def _quote(text: str) -> str:
 
 class QueryTokenizer:
     """Tokenizes text exactly as the index does, through a temporary in-memory FTS5 table
-    with the same tokenizer, read back with fts5vocab. Per connection; costs ~50 µs."""
+    with the same tokenizer, read back with fts5vocab. Per connection; costs ~50 µs.
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    `fts_table` names the FTS5 table whose document frequencies guide the query (the
+    memory store passes `memories_fts`); it must use the same tokenizer."""
+
+    def __init__(self, conn: sqlite3.Connection, fts_table: str = "blocks_fts") -> None:
         self.conn = conn
+        self._vocab = "vx_vocab" if fts_table == "blocks_fts" else f"vx_vocab_{fts_table}"
         conn.execute(
             "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vx_qtok"
             f" USING fts5(x, tokenize='{FTS_TOKENIZER}')"
@@ -78,8 +82,8 @@ class QueryTokenizer:
             " USING fts5vocab(temp, vx_qtok, instance)"
         )
         conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vx_vocab"
-            " USING fts5vocab(main, blocks_fts, row)"
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{self._vocab}"
+            f" USING fts5vocab(main, {fts_table}, row)"
         )
 
     def stems(self, text: str) -> list[str]:
@@ -94,7 +98,7 @@ class QueryTokenizer:
             return {}
         marks = ",".join("?" * len(terms))
         rows = self.conn.execute(
-            f"SELECT term, doc FROM temp.vx_vocab WHERE term IN ({marks})", terms
+            f"SELECT term, doc FROM temp.{self._vocab} WHERE term IN ({marks})", terms
         )
         return dict(rows.fetchall())
 

@@ -83,6 +83,7 @@ class Selector:
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_vectors_lock = threading.Lock()  # selects run from many threads
 
     # --- plumbing ------------------------------------------------------------------------
 
@@ -114,14 +115,16 @@ class Selector:
         return weights
 
     def embed_query(self, text: str) -> np.ndarray:
-        cached = self._query_vectors.get(text)
-        if cached is not None:
-            self._query_vectors.move_to_end(text)
-            return cached
+        with self._query_vectors_lock:
+            cached = self._query_vectors.get(text)
+            if cached is not None:
+                self._query_vectors.move_to_end(text)
+                return cached
         vector = self.ws.embedder.encode_query(text)
-        self._query_vectors[text] = vector
-        if len(self._query_vectors) > 128:
-            self._query_vectors.popitem(last=False)
+        with self._query_vectors_lock:
+            self._query_vectors[text] = vector
+            if len(self._query_vectors) > 128:
+                self._query_vectors.popitem(last=False)
         return vector
 
     # --- select --------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from ..pipeline import Filters, Selection, Selector
+    from .watch import VaultWatcher
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,10 @@ class Workspace:
         self.db = db
         self.embedder = embedder
         self._write_lock = threading.Lock()
+        self._selector_lock = threading.Lock()  # never waits for a running index()
         self._graph_cache: tuple[str | None, nx.DiGraph] | None = None
         self._selector: Selector | None = None
+        self._watchers: list[VaultWatcher] = []
 
     @classmethod
     def open(
@@ -167,7 +171,7 @@ class Workspace:
         if self._selector is None:
             from ..pipeline import Selector
 
-            with self._write_lock:
+            with self._selector_lock:
                 if self._selector is None:
                     self._selector = Selector(self)
         return self._selector
@@ -245,9 +249,36 @@ class Workspace:
                 return row[0], row[1]
         raise NoteNotFound(f"no note named {note!r} in {self.root}")
 
+    # --- live re-index -------------------------------------------------------------------
+
+    def watch(
+        self,
+        *,
+        embed: bool | None = None,
+        debounce_ms: int = 150,
+        catch_up: bool = True,
+        on_index: Callable[[IndexReport], None] | None = None,
+    ) -> VaultWatcher:
+        """Re-index notes as they are saved, in a background thread, while queries run.
+
+        Returns the started watcher; call its `stop()` (or `close()` this workspace). With
+        `catch_up`, edits made while nothing watched are indexed first. `on_index(report)`
+        runs in the watcher's thread after each run that changed the index.
+        """
+        from .watch import VaultWatcher
+
+        watcher = VaultWatcher(
+            self, embed=embed, debounce_ms=debounce_ms, catch_up=catch_up, on_index=on_index
+        )
+        self._watchers.append(watcher)
+        return watcher.start()
+
     # --- lifecycle -----------------------------------------------------------------------
 
     def close(self) -> None:
+        for watcher in self._watchers:
+            watcher.stop()
+        self._watchers.clear()
         if self._selector is not None:
             self._selector.close()
         self.db.close()

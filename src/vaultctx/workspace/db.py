@@ -7,7 +7,7 @@ import fcntl
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import IndexCorrupt, IndexLocked
@@ -40,7 +40,14 @@ def map_sqlite_error(exc: sqlite3.Error, path: Path) -> Exception:
 class IndexDatabase:
     """One index file. Each thread gets its own connection; readers never block in WAL."""
 
-    def __init__(self, path: Path, *, busy_timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        busy_timeout: float = 5.0,
+        migrate: Callable[[sqlite3.Connection], int] = migrations.migrate,
+    ) -> None:
+        """`migrate` brings the schema up to date; another database (memory.db) passes its own."""
         self.path = path
         self._busy_timeout = busy_timeout
         self._local = threading.local()
@@ -49,7 +56,7 @@ class IndexDatabase:
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             conn = self.connect()
-            migrations.migrate(conn)
+            migrate(conn)
         except RuntimeError as exc:  # schema from a newer vaultctx
             raise IndexCorrupt(f"index {path}: {exc}") from exc
         except sqlite3.Error as exc:

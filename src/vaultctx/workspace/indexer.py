@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import queue
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -133,27 +135,32 @@ class Indexer:
 
         pending: list[_Pending] = []
         touched: list[tuple[int, int, int]] = []  # (id, mtime_ns, size): same bytes, new mtime
-        for done, vf in enumerate(files, start=1):
-            previous = known.get(vf.path)
-            if previous and previous[1] == vf.mtime_ns and previous[2] == vf.size:
-                report.unchanged += 1
-            else:
-                item = self._read(vf, previous, gone_by_hash, known, report)
-                if item == "unchanged":
+        writer = _BatchWriter(self._write, report)
+        try:
+            for done, vf in enumerate(files, start=1):
+                previous = known.get(vf.path)
+                if previous and previous[1] == vf.mtime_ns and previous[2] == vf.size:
                     report.unchanged += 1
-                    assert previous is not None
-                    touched.append((previous[0], vf.mtime_ns, vf.size))
-                elif isinstance(item, _Pending):
-                    pending.append(item)
-            if len(pending) >= _WRITE_BATCH:
-                relink_all |= self._write(pending, touched, [], report)
-                pending, touched = [], []
-            if done % 50 == 0 or done == len(files):
-                self.progress("parse", done, len(files))
+                else:
+                    item = self._read(vf, previous, gone_by_hash, known, report)
+                    if item == "unchanged":
+                        report.unchanged += 1
+                        assert previous is not None
+                        touched.append((previous[0], vf.mtime_ns, vf.size))
+                    elif isinstance(item, _Pending):
+                        pending.append(item)
+                if len(pending) >= _WRITE_BATCH:
+                    writer.submit(pending, touched, [])
+                    pending, touched = [], []
+                if done % 50 == 0 or done == len(files):
+                    self.progress("parse", done, len(files))
 
-        deleted = [p for p in gone if p not in self._renamed_from]
-        if pending or touched or deleted:
-            relink_all |= self._write(pending, touched, deleted, report)
+            deleted = [p for p in gone if p not in self._renamed_from]
+            if pending or touched or deleted:
+                writer.submit(pending, touched, deleted)
+            relink_all |= writer.finish()
+        finally:
+            writer.stop()
         report.deleted = len(deleted)
 
         if relink_all:
@@ -408,6 +415,55 @@ class Indexer:
                     (model,),
                 )
                 IndexDatabase.set_meta(wconn, "embedding_model", model)
+
+
+class _BatchWriter:
+    """Writes batches in a thread of its own while the caller parses the next ones.
+
+    SQLite (FTS5 tokenizing included) runs with the GIL released, so parsing in Python and
+    writing in C use both cores. Batches are written in order, each in one transaction.
+    """
+
+    def __init__(self, write: Callable[..., bool], report: IndexReport) -> None:
+        self._write = write
+        self._report = report
+        self._queue: queue.Queue = queue.Queue(maxsize=2)
+        self._names_changed = False
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._loop, name="vaultctx-index-writer", daemon=True
+        )
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            batch = self._queue.get()
+            if batch is None:
+                return
+            if self._error is not None:
+                continue  # drain: the caller will see the error
+            try:
+                self._names_changed |= self._write(*batch, self._report)
+            except BaseException as exc:  # re-raised in the caller's thread by finish()
+                self._error = exc
+
+    def submit(self, pending: list, touched: list, deleted: list) -> None:
+        if self._error is not None:
+            self.finish()
+        self._queue.put((pending, touched, deleted))
+
+    def stop(self) -> None:
+        """Let the thread end (after the batches already queued); never raises."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+
+    def finish(self) -> bool:
+        """Wait for every batch; re-raise a write error here, in the caller's thread."""
+        self.stop()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._names_changed
 
 
 class LinkResolver:

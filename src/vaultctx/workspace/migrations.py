@@ -7,7 +7,7 @@ the one place that owns the index schema.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 Migration = Callable[[], str]
 """A migration returns its SQL script; `migrate` runs it and the version bump atomically."""
@@ -117,22 +117,24 @@ def current_version(db: sqlite3.Connection) -> int:
     return db.execute("PRAGMA user_version").fetchone()[0]
 
 
-def migrate(db: sqlite3.Connection) -> int:
+def migrate(db: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:
     """Apply pending migrations, each in its own transaction; return the number applied.
 
     The version is re-read inside the write transaction, so two processes opening a new
-    index at once do not both create it.
+    index at once do not both create it. `migrations` lets another database (memory.db)
+    keep its own numbered history with the same machinery.
     """
+    schema_version = len(migrations)
     applied = 0
-    for number, migration in enumerate(MIGRATIONS, start=1):
+    for number, migration in enumerate(migrations, start=1):
         if current_version(db) >= number:
             continue
         db.execute("BEGIN IMMEDIATE")
         try:
             version = current_version(db)
-            if version > SCHEMA_VERSION:
+            if version > schema_version:
                 raise RuntimeError(
-                    f"index schema version {version} is newer than this vaultctx ({SCHEMA_VERSION})"
+                    f"index schema version {version} is newer than this vaultctx ({schema_version})"
                 )
             if version < number:
                 for statement in _statements(migration()):
@@ -143,10 +145,10 @@ def migrate(db: sqlite3.Connection) -> int:
         except BaseException:
             db.execute("ROLLBACK")
             raise
-    if current_version(db) > SCHEMA_VERSION:
+    if current_version(db) > schema_version:
         raise RuntimeError(
             f"index schema version {current_version(db)} is newer than this vaultctx"
-            f" ({SCHEMA_VERSION})"
+            f" ({schema_version})"
         )
     return applied
 

@@ -28,11 +28,13 @@ _FRONTMATTER_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.DOTALL)
-_WIKI_LINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+# Patterns start with a literal so the regex engine can skip ahead; a preceding '!' (embed)
+# is checked by `_is_embed`.
+_WIKI_LINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
 _MD_LINK = re.compile(
     # The destination is `<...>` or a run of non-space characters with balanced parentheses,
     # as in CommonMark; possessive, so a line of `[a](` fragments is not quadratic.
-    r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*(<[^<>\n]+>|(?:[^()\s]|\([^()\s]*\))++)"
+    r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]\(\s*(<[^<>\n]+>|(?:[^()\s]|\([^()\s]*\))++)"
     r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)"
 )
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s)\]>]+")
@@ -296,7 +298,7 @@ def _split_blocks(body: str, masked: str, first_line: int, chunk_tokens: int) ->
 
 def _clean_heading(text: str) -> str:
     text = _BLOCK_REF.sub("", text).strip()
-    return _WIKI_LINK.sub(lambda m: _link_label(m.group(2)), text)
+    return _WIKI_LINK.sub(lambda m: _link_label(m.group(1)), text)
 
 
 def _link_label(inner: str) -> str:
@@ -409,30 +411,32 @@ def _extract_links(masked: str, body: str, first_line: int, blocks: list[Block])
         cursor[0] = offset
         return cursor[1], max(_bisect(block_starts, cursor[1]), 0)
 
-    for m in _WIKI_LINK.finditer(masked):
-        link = parse_wiki_target(m.group(2), embed=bool(m.group(1)))
+    for m in _WIKI_LINK.finditer(masked) if "[[" in masked else ():
+        embed = _is_embed(masked, m.start())
+        link = parse_wiki_target(m.group(1), embed=embed)
         if link is None:
             continue
-        line, block = locate(m.start())
-        found.append((m.start(), _with_position(link, line, block)))
-    for m in _MD_LINK.finditer(masked):
-        target = m.group(3).strip("<>")
+        line, block = locate(m.start() - embed)
+        found.append((m.start() - embed, _with_position(link, line, block)))
+    for m in _MD_LINK.finditer(masked) if "](" in masked else ():
+        target = m.group(2).strip("<>")
         if _SCHEME.match(target):
             continue
         path, _, fragment = unquote(target).partition("#")
         if not path.lower().endswith(".md"):
             continue
-        line, block = locate(m.start())
+        embed = _is_embed(masked, m.start())
+        line, block = locate(m.start() - embed)
         heading, block_ref = _split_fragment(fragment)
         found.append(
             (
-                m.start(),
+                m.start() - embed,
                 Link(
                     target=path,
-                    kind="embed" if m.group(1) else "markdown",
+                    kind="embed" if embed else "markdown",
                     heading=heading,
                     block_ref=block_ref,
-                    alias=m.group(2).strip() or None,
+                    alias=m.group(1).strip() or None,
                     line=line,
                     block=block,
                 ),
@@ -440,6 +444,10 @@ def _extract_links(masked: str, body: str, first_line: int, blocks: list[Block])
         )
     found.sort(key=lambda item: item[0])
     return [link for _, link in found]
+
+
+def _is_embed(text: str, start: int) -> bool:
+    return start > 0 and text[start - 1] == "!"
 
 
 def parse_wiki_target(inner: str, *, embed: bool = False) -> Link | None:
@@ -482,12 +490,18 @@ def _with_position(link: Link, line: int, block: int) -> Link:
 def _inline_tags(masked: str) -> list[str]:
     if "#" not in masked or not _TAG.search(masked):
         return []
-    text = _URL.sub(lambda m: _blank(m.group(0)), masked)
-    text = _WIKI_LINK.sub(lambda m: _blank(m.group(0)), text)
-    text = _MD_LINK.sub(lambda m: _blank(m.group(0)), text)
+    text = masked
+    if "://" in text:
+        text = _URL.sub(lambda m: _blank(m.group(0)), text)
+    if "[[" in text:
+        text = _WIKI_LINK.sub(lambda m: _blank(m.group(0)), text)
+    if "](" in text:
+        text = _MD_LINK.sub(lambda m: _blank(m.group(0)), text)
     tags = []
     for line in text.split("\n"):
-        if "#" not in line or _HEADING.match(line):
+        if "#" not in line:
+            continue
+        if line.lstrip().startswith("#"):
             # a heading's own '#' marks are not tags, but tags inside the heading text are
             line = _HEADING.sub(lambda m: " " * len(m.group(1)) + " " + (m.group(2) or ""), line)
         for m in _TAG.finditer(line):

@@ -1,0 +1,281 @@
+"""Model calls through litellm: one completion, structured output, and a record of each call.
+
+litellm costs about a second to import, so it is imported on first use (or in the
+background with `warm_up`), after pinning its cost map to the bundled copy: otherwise the
+import itself fetches the map over the network. Every error a provider or litellm raises is
+turned into vaultctx's own `LLMError` family here, carrying the call's `CallRecord`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import LLMError, LLMFailed, LLMNotConfigured, LLMRateLimited, LLMTimeout
+from .settings import LLMSettings
+
+Outcome = Literal["ok", "timeout", "error", "invalid_output"]
+Message = Mapping[str, Any]
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+# A retry is only worth starting if this much of the time limit is left.
+MIN_RETRY_WINDOW = 0.1
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+_import_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """What one `complete` call cost and how it ended: the raw material of a trace.
+
+    Token counts are the provider's; 0 when the call failed before it reported usage.
+    """
+
+    model: str
+    tokens_in: int
+    tokens_out: int
+    latency_ms: float
+    outcome: Outcome
+    error: str | None
+    started_at: float  # epoch seconds
+    attempts: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call in provider-neutral form. `arguments` is {} when the model's JSON was not
+    an object; `raw_arguments` keeps what it sent so a caller can report the mistake."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str = ""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A model's answer: text and/or tool calls, usage as reported, and the call record."""
+
+    content: str | None
+    tool_calls: tuple[ToolCall, ...]
+    usage: dict[str, Any]
+    finish_reason: str | None
+    record: CallRecord = field(repr=False)
+
+
+def _litellm() -> Any:
+    """Import litellm offline-safe and quiet; later calls return the loaded module."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    with _import_lock:
+        import litellm
+
+        litellm.suppress_debug_info = True  # it otherwise prints help banners on errors
+    return litellm
+
+
+def warm_up() -> threading.Thread:
+    """Import litellm in a background thread, so the first model call does not pay for it
+    (start it before work that runs anyway, e.g. select)."""
+    thread = threading.Thread(target=_litellm, name="vaultctx-llm-import", daemon=True)
+    thread.start()
+    return thread
+
+
+def complete(
+    messages: Sequence[Message],
+    *,
+    settings: LLMSettings,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    tool_choice: str | Mapping[str, Any] | None = None,
+    timeout: float | None = None,
+    max_retries: int = 0,
+    response_format: Mapping[str, Any] | None = None,
+    temperature: float | None = 0.0,
+    max_tokens: int | None = None,
+) -> Completion:
+    """One chat completion. `tools` are OpenAI-format function schemas; tool calls come back
+    as `ToolCall`s whatever the provider. Retries (transient failures only) happen only while
+    they fit inside `timeout`, which bounds the whole call, not each attempt.
+
+    Raises `LLMNotConfigured`, `LLMTimeout`, `LLMRateLimited` or `LLMFailed`.
+    """
+    if not settings.configured or settings.model is None:
+        raise LLMNotConfigured(
+            "no model configured: pass --model, set VAULTCTX_LLM_MODEL, or run"
+            " `vaultctx config llm_model openai/gpt-4o-mini`"
+        )
+    litellm = _litellm()
+    limit = timeout if timeout is not None else settings.timeout
+    kwargs: dict[str, Any] = {
+        "model": settings.model,
+        "messages": [dict(m) for m in messages],
+        "num_retries": 0,
+        "max_retries": 0,
+        "drop_params": True,
+        **settings.litellm_kwargs(),
+    }
+    if tools:
+        kwargs["tools"] = [dict(t) for t in tools]
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+    if response_format is not None:
+        kwargs["response_format"] = dict(response_format)
+    if temperature is not None:
+        kwargs["temperature"] = temperature
+    if max_tokens is not None:
+        kwargs["max_tokens"] = max_tokens
+
+    started_at = time.time()
+    t0 = time.perf_counter()
+    deadline = t0 + limit
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            response = litellm.completion(
+                **kwargs, timeout=max(deadline - time.perf_counter(), 0.001)
+            )
+            break
+        except Exception as exc:  # map whatever litellm or the provider raised
+            error = _map_exception(exc, litellm)
+            retryable = isinstance(error, LLMFailed) and _transient(exc)
+            if (
+                retryable
+                and attempts <= max_retries
+                and deadline - time.perf_counter() > MIN_RETRY_WINDOW
+            ):
+                continue
+            error.record = CallRecord(
+                model=settings.model,
+                tokens_in=0,
+                tokens_out=0,
+                latency_ms=round((time.perf_counter() - t0) * 1000, 3),
+                outcome="timeout" if isinstance(error, LLMTimeout) else "error",
+                error=str(error),
+                started_at=started_at,
+                attempts=attempts,
+            )
+            raise error from exc
+    latency_ms = round((time.perf_counter() - t0) * 1000, 3)
+    usage = _usage(response)
+    choice = response.choices[0]
+    message = choice.message
+    record = CallRecord(
+        model=settings.model,
+        tokens_in=int(usage.get("prompt_tokens") or 0),
+        tokens_out=int(usage.get("completion_tokens") or 0),
+        latency_ms=latency_ms,
+        outcome="ok",
+        error=None,
+        started_at=started_at,
+        attempts=attempts,
+    )
+    return Completion(
+        content=getattr(message, "content", None),
+        tool_calls=tuple(_tool_call(c, i) for i, c in enumerate(message.tool_calls or ())),
+        usage=usage,
+        finish_reason=getattr(choice, "finish_reason", None),
+        record=record,
+    )
+
+
+def complete_structured(
+    messages: Sequence[Message],
+    schema: type[ModelT],
+    *,
+    settings: LLMSettings,
+    timeout: float | None = None,
+    max_retries: int = 0,
+) -> tuple[ModelT | None, CallRecord]:
+    """Ask for JSON and validate it against `schema`. An answer that is not valid JSON of
+    that shape is `(None, record)` with outcome "invalid_output"; transport failures raise
+    as in `complete`."""
+    completion = complete(
+        messages,
+        settings=settings,
+        timeout=timeout,
+        max_retries=max_retries,
+        response_format={"type": "json_object"},
+    )
+    parsed, problem = parse_json_model(completion.content or "", schema)
+    if parsed is None:
+        return None, replace(completion.record, outcome="invalid_output", error=problem)
+    return parsed, completion.record
+
+
+def parse_json_model(text: str, schema: type[ModelT]) -> tuple[ModelT | None, str | None]:
+    """Validate a model's JSON answer, tolerating ```json fences and prose around the
+    object. Returns (model, None) or (None, why not)."""
+    body = text.strip()
+    fenced = _FENCE.search(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    if not body.startswith(("{", "[")):
+        start, end = body.find("{"), body.rfind("}")
+        if start < 0 or end <= start:
+            return None, "no JSON object in the answer"
+        body = body[start : end + 1]
+    try:
+        return schema.model_validate_json(body), None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "answer"
+        return None, f"{where}: {first['msg']}"
+
+
+def _usage(response: Any) -> dict[str, Any]:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return {}
+    if hasattr(usage, "model_dump"):
+        data = usage.model_dump()
+    else:
+        data = dict(usage)
+    return {k: v for k, v in data.items() if isinstance(v, int | float)}
+
+
+def _tool_call(call: Any, index: int) -> ToolCall:
+    function = getattr(call, "function", None)
+    raw = getattr(function, "arguments", None) or ""
+    try:
+        arguments = json.loads(raw) if isinstance(raw, str) and raw else raw or {}
+    except json.JSONDecodeError:
+        arguments = {}
+    return ToolCall(
+        id=getattr(call, "id", None) or f"call_{index}",
+        name=getattr(function, "name", None) or "",
+        arguments=arguments if isinstance(arguments, dict) else {},
+        raw_arguments=raw if isinstance(raw, str) else json.dumps(raw),
+    )
+
+
+def _map_exception(exc: Exception, litellm: Any) -> LLMError:
+    """litellm's and the provider's exceptions, as vaultctx's own."""
+    status = getattr(exc, "status_code", None)
+    message = " ".join(str(getattr(exc, "message", None) or exc).split())
+    if isinstance(exc, litellm.Timeout):
+        return LLMTimeout(f"the model did not answer in time: {message}")
+    if isinstance(exc, litellm.RateLimitError) or status == 429:
+        return LLMRateLimited(f"rate limited (429): {message}")
+    if status:
+        return LLMFailed(f"{status} {message}")
+    return LLMFailed(f"{type(exc).__name__}: {message}")
+
+
+def _transient(exc: Exception) -> bool:
+    """Worth another attempt: rate limits, server errors and dropped connections."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        return type(exc).__name__ in ("APIConnectionError", "ServiceUnavailableError")
+    return status == 429 or status >= 500

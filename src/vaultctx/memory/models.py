@@ -1,0 +1,152 @@
+"""What a memory is: its tier, kind, text, scores and provenance."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Tier(StrEnum):
+    """Where a memory lives and who sees it, narrowest first."""
+
+    CONVERSATION = "conversation"  # one session; scope: the session id
+    CHANNEL = "channel"  # a thread or topic spanning sessions; scope: the channel id
+    WORKSPACE = "workspace"  # this vault; scope: the vault's path
+    ACCOUNT = "account"  # the user, across vaults; scope: the user name
+
+
+class MemoryKind(StrEnum):
+    """What a memory says: a fact, what happened, or how to behave."""
+
+    SEMANTIC = "semantic"  # a fact ("the hives are at the orchard")
+    EPISODIC = "episodic"  # an event or an arc of a session ("last time we planned…")
+    PROCEDURAL = "procedural"  # a rule or preference ("answer in bullet points")
+
+
+class MemorySource(BaseModel):
+    """Provenance: which session, turns, speaker and notes a memory came from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session_id: str | None = None
+    turns: tuple[str, ...] = ()
+    speaker: str | None = None
+    paths: tuple[str, ...] = ()
+    origin: str = "api"  # api | turn | import | extractor name
+
+
+class Memory(BaseModel):
+    """One stored memory. `score` and `scores` are set only on search results."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    tier: Tier
+    scope: str
+    kind: MemoryKind
+    text: str
+    summary: str = ""
+    themes: tuple[str, ...] = ()
+    importance: float = Field(0.5, ge=0.0, le=1.0)
+    created_at: float
+    updated_at: float
+    last_accessed: float
+    access_count: int = 0
+    source: MemorySource = Field(default_factory=MemorySource)
+    key: str | None = None  # upsert key: a write with the same tier, scope and key updates it
+    deleted: bool = False
+    score: float = 0.0
+    scores: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def created(self) -> _dt.datetime:
+        return _dt.datetime.fromtimestamp(self.created_at, _dt.UTC)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of `memory list/search/export --json`; times as ISO 8601 UTC."""
+        data = self.model_dump(mode="json", exclude={"deleted", "score", "scores"})
+        for name in ("created_at", "updated_at", "last_accessed"):
+            data[name] = _iso(getattr(self, name))
+        if self.scores:
+            data["score"] = round(self.score, 6)
+            data["scores"] = {k: round(v, 6) for k, v in self.scores.items()}
+        return data
+
+
+class Observation(BaseModel):
+    """Something worth remembering that an extractor found in a turn, before it has a tier.
+
+    `reach` says who should see it: `turn` (this conversation), `shared` (the channel, or
+    the vault without one) or `personal` (the user, everywhere).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: MemoryKind
+    text: str
+    summary: str = ""
+    themes: tuple[str, ...] = ()
+    importance: float = Field(0.5, ge=0.0, le=1.0)
+    reach: str = "shared"
+    key: str | None = None
+
+
+class MemoryContext(BaseModel):
+    """What one turn gets from memory: ranked entries, rules, a catch-up, and diagnostics."""
+
+    model_config = ConfigDict(frozen=True)
+
+    entries: list[Memory] = Field(default_factory=list)
+    procedural_rules: list[Memory] = Field(default_factory=list)
+    catch_up: Memory | None = None
+    diagnostics: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The memory message for the TurnPreparer: rules first, then the catch-up, then
+        what was recalled, each with its date so the model can reason about time."""
+        parts: list[str] = []
+        if self.procedural_rules:
+            parts.append("User preferences (always follow):")
+            parts += [f"- {m.text}" for m in self.procedural_rules]
+        if self.catch_up is not None:
+            parts.append(f"Last time ({_day(self.catch_up.updated_at)}): {self.catch_up.text}")
+        if self.entries:
+            parts.append("Relevant memories:")
+            parts += [f"- [{_day(m.created_at)}, {m.kind.value}] {m.text}" for m in self.entries]
+        return "\n".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "entries": [m.to_dict() for m in self.entries],
+            "procedural_rules": [m.to_dict() for m in self.procedural_rules],
+            "catch_up": self.catch_up.to_dict() if self.catch_up else None,
+            "text": self.text,
+            "diagnostics": self.diagnostics,
+        }
+
+
+def _iso(ts: float) -> str:
+    return _dt.datetime.fromtimestamp(ts, _dt.UTC).isoformat(timespec="seconds")
+
+
+def _day(ts: float) -> str:
+    return _dt.datetime.fromtimestamp(ts, _dt.UTC).date().isoformat()
+
+
+def to_timestamp(value: _dt.datetime | _dt.date | float | int | str | None, default: float) -> float:
+    """Accept a datetime (naive: UTC), a date, an ISO string or epoch seconds."""
+    if value is None:
+        return default
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        value = _dt.datetime.fromisoformat(value)
+    if not isinstance(value, _dt.datetime):
+        value = _dt.datetime(value.year, value.month, value.day)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=_dt.UTC)
+    return value.timestamp()
