@@ -21,7 +21,7 @@ install: $(VENV)/.installed
 
 demo: install
 	$(VENV)/bin/vaultctx index $(VAULT)
-	$(VENV)/bin/vaultctx status $(VAULT)
+	$(VENV)/bin/vaultctx select "$(QUERY)" --vault $(VAULT) -k 5
 
 test: install
 	$(PY) -m pytest -q
@@ -35,6 +35,8 @@ lint: install
 
 bench: install
 	$(PY) benchmarks/index_bench.py
+	$(PY) benchmarks/select_bench.py
+	$(PY) benchmarks/eval.py
 
 clean:
 	rm -rf $(VENV) $(VAULT)/.vaultctx

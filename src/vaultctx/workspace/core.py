@@ -20,7 +20,10 @@ from .indexer import Indexer, IndexReport, Progress
 if TYPE_CHECKING:
     import networkx as nx
 
+    from ..memory import AgentMemoryFacade
     from ..pipeline import Filters, Selection, Selector
+    from ..pipeline.context import SessionContext
+    from ..pipeline.refine import Refiner
     from .watch import VaultWatcher
 
 
@@ -57,7 +60,9 @@ class Workspace:
         self._selector_lock = threading.Lock()  # never waits for a running index()
         self._graph_cache: tuple[str | None, nx.DiGraph] | None = None
         self._selector: Selector | None = None
+        self._refiner: Refiner | None = None
         self._watchers: list[VaultWatcher] = []
+        self._memory: AgentMemoryFacade | None = None
 
     @classmethod
     def open(
@@ -171,10 +176,28 @@ class Workspace:
         if self._selector is None:
             from ..pipeline import Selector
 
+            created = False
             with self._selector_lock:
                 if self._selector is None:
                     self._selector = Selector(self)
+                    created = True
+            if created:
+                from ..memory.facade import attach_memory
+
+                attach_memory(self, self._selector)
         return self._selector
+
+    @property
+    def memory(self) -> AgentMemoryFacade:
+        """Tiered memory of this vault and its user (`memory.db` beside the index), opened
+        on first use. Closing the workspace flushes its background writes."""
+        if self._memory is None:
+            from ..memory import AgentMemoryFacade
+
+            with self._selector_lock:
+                if self._memory is None:
+                    self._memory = AgentMemoryFacade.for_workspace(self)
+        return self._memory
 
     def select(
         self,
@@ -206,6 +229,47 @@ class Workspace:
             explain=explain,
             max_per_note=max_per_note,
             retrievers=retrievers,
+        )
+
+    # --- refine --------------------------------------------------------------------------
+
+    @property
+    def refiner(self) -> Refiner:
+        """The refine state (the LLM gate's answer cache), created on first use."""
+        if self._refiner is None:
+            from ..pipeline.refine import Refiner
+
+            with self._write_lock:
+                if self._refiner is None:
+                    self._refiner = Refiner(self)
+        return self._refiner
+
+    def context(
+        self,
+        query: str,
+        *,
+        budget_tokens: int | None = None,
+        model: str | None = None,
+        k: int = 30,
+        filters: Filters | dict[str, Any] | None = None,
+        use_vectors: bool = True,
+    ) -> SessionContext:
+        """Select, then refine to `budget_tokens` (default: config `budget_tokens`): the
+        SessionContext an agent starts from.
+
+        With a model (`model`, else config `llm_model`) a cheap LLM chooses what to keep;
+        without one, or when it times out (`llm_timeout`), fails or answers nonsense, the
+        deterministic gate does. Never fails because of the model.
+        """
+        from ..llm import LLMSettings, warm_up
+
+        budget = self.config.budget_tokens if budget_tokens is None else budget_tokens
+        settings = LLMSettings.resolve(self.config, model=model)
+        if settings.configured:
+            warm_up()  # litellm's import overlaps with select
+        selection = self.select(query, k=k, filters=filters, use_vectors=use_vectors)
+        return self.refiner.refine(
+            selection, budget=budget, settings=settings, use_vectors=use_vectors
         )
 
     def touch(self, note: str, *, kind: str = "touch") -> str:
@@ -279,6 +343,9 @@ class Workspace:
         for watcher in self._watchers:
             watcher.stop()
         self._watchers.clear()
+        if self._memory is not None:
+            self._memory.close()
+            self._memory = None
         if self._selector is not None:
             self._selector.close()
         self.db.close()

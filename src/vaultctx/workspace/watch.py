@@ -131,18 +131,25 @@ class VaultWatcher:
 
     def _index(self, changes: ChangeSet) -> bool:
         """One incremental run; False when it failed and should be retried."""
+        ws = self.workspace
+        embed = ws.config.embed if self.embed is None else self.embed
         try:
-            report = self.workspace.index(
-                embed=self.embed, paths=None if changes.full else sorted(changes.paths)
-            )
+            # Text first, so the edit is searchable at once; then the vectors of new blocks,
+            # which may take long when a whole vault still needs embedding.
+            report = ws.index(embed=False, paths=None if changes.full else sorted(changes.paths))
+            self._report(report)
+            if embed:
+                self._report(ws.index(embed=True, paths=[]))
         except VaultctxError as exc:  # typically IndexLocked: another process is indexing
             self.last_error = str(exc)
             return False
+        return True
+
+    def _report(self, report: IndexReport) -> None:
         self.last_error = report.embed_error
         self.runs += 1
         if self.on_index is not None and (report.changed or report.embedded):
             self.on_index(report)
-        return True
 
     # --- events → paths ------------------------------------------------------------------
 

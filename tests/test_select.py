@@ -1,0 +1,336 @@
+"""Select: lexical, vector and graph retrieval fused, filtered, explained, and never crashing.
+
+Most tests run on an index built without the model (lexical + graph); vectors come from a
+stand-in embedder that writes deterministic vectors, so the vector path runs for real on
+numpy without loading torch. One slow test uses the real model.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vaultctx import EmbeddingUnavailable, InvalidQuery, Workspace
+from vaultctx.cli import cli
+from vaultctx.workspace.embeddings import Embedder
+
+
+class HashEmbedder(Embedder):
+    """Bag-of-words vectors from hashed words: cheap, deterministic, no model to load."""
+
+    def __init__(self) -> None:
+        super().__init__("hash-test-model")
+
+    @property
+    def dim(self) -> int:
+        return 64
+
+    def encode(self, texts, *, batch_size=None):
+        out = np.zeros((len(texts), 64), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                out[i, int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
+            out[i] /= np.linalg.norm(out[i]) or 1.0
+        return out
+
+
+class BrokenEmbedder(HashEmbedder):
+    """Indexes fine, then the model 'fails to load' when a query needs it."""
+
+    broken = False
+
+    def encode(self, texts, *, batch_size=None):
+        if self.broken:
+            raise EmbeddingUnavailable("model weights missing")
+        return super().encode(texts, batch_size=batch_size)
+
+
+NOTES = {
+    "Projects/Apiary.md": "---\ntags: [bees, project]\nstatus: active\n---\n# Apiary\n"
+    "Plan for the apiary: hives, frames and [[Smoker]] maintenance.\n",
+    "Projects/Garden.md": "---\ntags: [garden]\nstatus: done\n---\n# Garden\n"
+    "Planting lavender and borage for pollinators. See [[Apiary]].\n",
+    "Equipment/Smoker.md": "# Smoker\nBurn pine needles; keep the smoke cool.\n",
+    "Journal/2025-05-01.md": "Inspected both hives. Queen seen in hive one. #bees/inspection\n",
+    "Work/Draft.md": "Today I am drafting the newsletter. Linked: [[Quokka Facts]].\n",
+    "Reference/Quokka Facts.md": "Marsupials of Rottnest island, smiling often.\n",
+    "Reference/Unrelated.md": "Nothing to see here about anything.\n",
+}
+
+
+@pytest.fixture
+def vault(make_vault):
+    return make_vault(NOTES)
+
+
+@pytest.fixture
+def ws(vault):
+    workspace = Workspace.open(vault, embedder=HashEmbedder())
+    workspace.index()
+    yield workspace
+    workspace.close()
+
+
+def paths(selection) -> list[str]:
+    return [c.path for c in selection.candidates]
+
+
+def test_select_fuses_lexical_vector_and_graph_with_provenance(ws):
+    selection = ws.select("smoker pine needles", k=5)
+    assert selection.candidates[0].path == "Equipment/Smoker.md"
+    top = selection.candidates[0]
+    assert {"lexical", "vector"} <= set(top.sources)
+    assert all(s.rank >= 1 for s in top.sources.values())
+    d = selection.diagnostics
+    assert d["retrieval_path"] == "hybrid_rrf"
+    for name in ("lexical", "vector", "graph"):
+        assert f"{name}_ms" in d and f"{name}_hits" in d
+    assert d["store_size"] == ws.status().blocks
+    assert d["select_ms"] > 0
+
+
+def test_graph_surfaces_a_linked_note_that_shares_no_words_with_the_query(ws):
+    ws.touch("Work/Draft.md")  # what the user is working on
+    selection = ws.select("newsletter drafting", k=10, retrievers=["lexical", "graph"])
+    quokka = [c for c in selection.candidates if c.path == "Reference/Quokka Facts.md"]
+    assert quokka, paths(selection)
+    assert set(quokka[0].sources) == {"graph"}
+    assert "newsletter" not in quokka[0].text.lower()
+
+
+def test_context_seeds_are_not_returned_for_their_own_sake(ws):
+    ws.touch("Reference/Unrelated.md")
+    selection = ws.select("lavender borage", k=10, retrievers=["lexical", "graph"])
+    assert "Reference/Unrelated.md" not in paths(selection)
+
+
+def test_select_still_answers_when_the_model_fails(vault):
+    embedder = BrokenEmbedder()
+    with Workspace.open(vault, embedder=embedder) as ws:
+        ws.index()
+        embedder.broken = True
+        selection = ws.select("queen hives", k=5)
+    assert selection.diagnostics["retrieval_path"] == "lexical_graph_after_embed_error"
+    assert "model weights missing" in selection.diagnostics["errors"]["vector"]
+    assert selection.candidates[0].path == "Journal/2025-05-01.md"
+
+
+def test_lexical_only_select_never_touches_the_model(vault):
+    embedder = BrokenEmbedder()
+    with Workspace.open(vault, embedder=embedder) as ws:
+        ws.index(embed=False)
+        selection = ws.select("queen", use_vectors=False)
+    assert selection.diagnostics["retrieval_path"] == "lexical_graph"
+    assert selection.diagnostics["vector_hits"] == 0
+    assert not embedder.loaded
+
+
+def test_an_index_without_vectors_says_so(vault):
+    with Workspace.open(vault, embedder=BrokenEmbedder()) as ws:
+        ws.index(embed=False)
+        selection = ws.select("queen")
+    assert selection.diagnostics["retrieval_path"] == "lexical_graph_no_vectors"
+
+
+def test_select_before_indexing_is_a_clear_error(vault):
+    from vaultctx import NotIndexed
+
+    with Workspace.open(vault) as ws, pytest.raises(NotIndexed, match="vaultctx index"):
+        ws.select("anything")
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+def test_an_empty_query_is_a_clear_error(ws, query):
+    with pytest.raises(InvalidQuery, match="empty"):
+        ws.select(query)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"',
+        '"unbalanced quote',
+        "smok*",
+        "*",
+        "-",
+        "NEAR(hives queen)",
+        "a:b",
+        "title:smoker",
+        "hives AND",
+        "OR OR",
+        "(((",
+        "^",
+        "🐝 ruche Bienenstöcke",
+        "ß",
+        "'; DROP TABLE notes; --",
+    ],
+)
+def test_fts_syntax_in_queries_never_raises(ws, query):
+    selection = ws.select(query)
+    assert selection.diagnostics["retrieval_path"] == "hybrid_rrf"
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.text(min_size=1, max_size=80))
+def test_any_text_query_returns_or_says_it_is_empty(ws, text):
+    try:
+        selection = ws.select(text, k=3)
+    except InvalidQuery:
+        assert not text.split()
+    else:
+        assert len(selection.candidates) <= 3
+
+
+def test_prefix_and_phrase_queries(ws):
+    explained = ws.select('smok* "keep the smoke"', explain=True).explain["lexical"]
+    assert explained["prefixes"] == ["smok"]
+    assert explained["phrases"] == ["keep the smoke"]
+    assert ws.select('"keep the smoke"', retrievers=["lexical"]).candidates[0].path == (
+        "Equipment/Smoker.md"
+    )
+
+
+def test_stop_words_are_dropped_and_explained(ws):
+    lexical = ws.select("what are the hives", explain=True).explain["lexical"]
+    assert lexical["dropped"]["what"] == "stop-word"
+    assert lexical["terms"] == ["hive"]  # stemmed by the index's own tokenizer
+
+
+def test_explain_shows_seeds_weights_and_ranks(ws):
+    ws.touch("Work/Draft.md")
+    explain = ws.select("apiary plan", explain=True).explain
+    assert explain["graph"]["context_seeds"] == ["Work/Draft.md"]
+    assert explain["weights"]["graph"] == ws.config.weight_graph
+    assert explain["ranks"]
+
+
+def test_filter_by_folder_and_glob(ws):
+    assert set(paths(ws.select("hives", filters={"path": "Journal"}))) == {"Journal/2025-05-01.md"}
+    globbed = ws.select("apiary garden", filters={"path": "Projects/*.md"})
+    assert set(paths(globbed)) <= {"Projects/Apiary.md", "Projects/Garden.md"}
+    assert globbed.candidates
+
+
+def test_filter_by_tag_includes_nested_tags(ws):
+    tagged = ws.select("hives queen apiary", filters={"tags": ["bees"]}, k=10)
+    assert set(paths(tagged)) == {"Projects/Apiary.md", "Journal/2025-05-01.md"}
+
+
+def test_filter_by_frontmatter_field(ws):
+    active = ws.select("apiary garden", filters={"frontmatter": {"status": "active"}}, k=10)
+    assert set(paths(active)) == {"Projects/Apiary.md"}
+
+
+def test_filter_by_modification_date(ws, vault):
+    old = time.time() - 30 * 86400
+    os.utime(vault / "Equipment/Smoker.md", (old, old))
+    ws.index()
+    cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(days=7)
+    recent = ws.select("smoker apiary", filters={"modified_after": cutoff}, k=10)
+    assert "Equipment/Smoker.md" not in paths(recent)
+    older = ws.select("smoker apiary", filters={"modified_before": cutoff}, k=10)
+    assert set(paths(older)) == {"Equipment/Smoker.md"}
+
+
+def test_a_filter_that_matches_nothing_returns_nothing(ws):
+    assert ws.select("hives", filters={"tags": ["nope"]}).candidates == []
+    assert ws.select("hives", filters={"kinds": ["memory"]}).candidates == []
+
+
+def test_results_are_deterministic(ws):
+    first = ws.select("hives frames smoke", k=10).contract()
+    second = ws.select("hives frames smoke", k=10).contract()
+    first.pop("diagnostics")
+    second.pop("diagnostics")
+    assert first == second
+
+
+def test_at_most_three_blocks_per_note_by_default(make_vault):
+    sections = "\n\n".join(f"## Part {i}\nvarroa mites count {i}" for i in range(8))
+    vault = make_vault({"Long.md": f"# Long\n{sections}", "Other.md": "varroa elsewhere"})
+    with Workspace.open(vault) as ws:
+        ws.index(embed=False)
+        capped = ws.select("varroa mites", k=10, use_vectors=False)
+        uncapped = ws.select("varroa mites", k=10, use_vectors=False, max_per_note=0)
+    assert paths(capped).count("Long.md") == 3
+    assert paths(uncapped).count("Long.md") > 3
+
+
+def test_a_note_edited_after_select_is_found_by_its_new_words(ws, vault):
+    assert not ws.select("zeppelin", retrievers=["lexical"]).candidates
+    (vault / "Reference/Unrelated.md").write_text("A zeppelin drifted over.\n", encoding="utf-8")
+    ws.index()
+    assert paths(ws.select("zeppelin", retrievers=["lexical"]))[:1] == ["Reference/Unrelated.md"]
+
+
+def test_cli_select_json_contract(vault):
+    runner = CliRunner()
+    assert runner.invoke(cli, ["index", str(vault), "--no-embed"]).exit_code == 0
+    result = runner.invoke(cli, ["select", "queen hives", "-V", str(vault), "--json", "-k", "3"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert set(data) == {"query", "candidates", "diagnostics"}
+    candidate = data["candidates"][0]
+    assert {"id", "kind", "path", "heading", "text", "score", "sources"} <= set(candidate)
+    assert candidate["kind"] == "block"
+    assert {"rank", "score"} == set(next(iter(candidate["sources"].values())))
+    for key in ("select_ms", "lexical_ms", "lexical_hits", "store_size", "retrieval_path"):
+        assert key in data["diagnostics"]
+
+
+def test_cli_select_table_explain_and_filters(vault):
+    runner = CliRunner()
+    runner.invoke(cli, ["index", str(vault), "--no-embed"])
+    result = runner.invoke(
+        cli, ["select", "hives", "-V", str(vault), "--explain", "--tag", "bees", "--no-vectors"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "FTS query" in result.output and "Journal/2025-05-01.md" in result.output
+
+
+def test_cli_select_empty_query_is_one_line_error(vault):
+    runner = CliRunner()
+    runner.invoke(cli, ["index", str(vault), "--no-embed"])
+    result = runner.invoke(cli, ["select", "  ", "-V", str(vault)])
+    assert result.exit_code != 0
+    assert "empty" in result.output and "Traceback" not in result.output
+
+
+def test_cli_open_records_an_access_that_seeds_the_graph(vault):
+    runner = CliRunner()
+    runner.invoke(cli, ["index", str(vault), "--no-embed"])
+    opened = runner.invoke(cli, ["open", "Draft", "-V", str(vault), "--json"])
+    assert json.loads(opened.output)["path"] == "Work/Draft.md"
+    result = runner.invoke(
+        cli, ["select", "newsletter", "-V", str(vault), "--json", "--no-vectors", "--explain"]
+    )
+    assert json.loads(result.output)["explain"]["graph"]["context_seeds"] == ["Work/Draft.md"]
+
+
+def test_touch_an_unknown_note_is_a_clear_error(ws):
+    from vaultctx import NoteNotFound
+
+    with pytest.raises(NoteNotFound):
+        ws.touch("Does not exist")
+
+
+@pytest.mark.slow
+def test_real_model_ranks_by_meaning(example_vault: Path, embedder):
+    with Workspace.open(example_vault, embedder=embedder) as ws:
+        ws.index()
+        selection = ws.select("how do I stop the colony from leaving", k=5)
+    assert selection.diagnostics["retrieval_path"] == "hybrid_rrf"
+    assert selection.diagnostics["vector_feedback"] > 0
+    assert "Reference/Swarming.md" in [n.path for n in selection.notes()]
