@@ -9,6 +9,9 @@ answers are scripted. Each test says how the "model" behaves:
 
 A reply can carry text, OpenAI-format tool calls, a delay (a slow model), an HTTP status
 (500, 429 …) or a raw body. Every request body received is kept in `llm_server.requests`.
+
+Use it from a test module with `from llm_server import llm_server_fixture  # noqa: F401`
+and a test parameter named `llm_server`.
 """
 
 from __future__ import annotations
@@ -139,7 +142,9 @@ class LLMServer:
         self._closing = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
 
     @property
@@ -231,8 +236,8 @@ class LLMServer:
         return Handler
 
 
-@pytest.fixture
-def llm_server() -> Iterator[LLMServer]:
+@pytest.fixture(name="llm_server")
+def llm_server_fixture() -> Iterator[LLMServer]:
     """A fresh scripted model server for one test; answers "ok" until scripted."""
     server = LLMServer()
     try:

@@ -3,25 +3,62 @@
 The public API. Everything not exported here may change between releases.
 """
 
-from .config import Config
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ConfigError,
     EmbeddingUnavailable,
     IndexCorrupt,
     IndexLocked,
     InvalidQuery,
+    LLMError,
+    LLMFailed,
+    LLMNotConfigured,
+    LLMRateLimited,
+    LLMTimeout,
     NoteNotFound,
     NotIndexed,
     VaultctxError,
     VaultNotFound,
 )
-from .workspace import Embedder, IndexReport, IndexStatus, Workspace
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .llm import LLMSettings
+    from .pipeline.context import ContextItem, SessionContext
+    from .workspace import Embedder, IndexReport, IndexStatus, Workspace
+
+# Exports that pull in pydantic or numpy load on first use (PEP 562), so `import vaultctx`
+# and the CLI's server client start fast. Add heavy exports here, not as imports above.
+_LAZY = {
+    "Config": ".config",
+    "Embedder": ".workspace",
+    "IndexReport": ".workspace",
+    "IndexStatus": ".workspace",
+    "Workspace": ".workspace",
+    "LLMSettings": ".llm",
+    "ContextItem": ".pipeline.context",
+    "SessionContext": ".pipeline.context",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vaultctx' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Config",
     "ConfigError",
+    "ContextItem",
     "Embedder",
     "EmbeddingUnavailable",
     "IndexCorrupt",
@@ -29,8 +66,15 @@ __all__ = [
     "IndexReport",
     "IndexStatus",
     "InvalidQuery",
+    "LLMError",
+    "LLMFailed",
+    "LLMNotConfigured",
+    "LLMRateLimited",
+    "LLMSettings",
+    "LLMTimeout",
     "NotIndexed",
     "NoteNotFound",
+    "SessionContext",
     "VaultNotFound",
     "VaultctxError",
     "Workspace",

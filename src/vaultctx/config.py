@@ -45,6 +45,15 @@ class Config(BaseModel):
     weight_vector: float = Field(1.0, ge=0)
     weight_graph: float = Field(0.3, ge=0)
     weight_memory: float = Field(0.7, ge=0)
+    memory_half_life_days_conversation: float = Field(
+        1.0, gt=0, description="days until a conversation memory's recency halves"
+    )
+    memory_half_life_days_channel: float = Field(14.0, gt=0)
+    memory_half_life_days_workspace: float = Field(90.0, gt=0)
+    memory_half_life_days_account: float = Field(365.0, gt=0)
+    agent_timeout: float = Field(
+        30.0, gt=0, description="seconds one agent model call or delegation may take"
+    )
 
     @classmethod
     def keys(cls) -> list[str]:
@@ -82,6 +91,25 @@ def load_config(vault: Path, overrides: dict[str, Any] | None = None) -> Config:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "config"
         raise ConfigError(f"{path}: {where}: {first['msg']}") from exc
+
+
+def config_sources(vault: Path) -> dict[str, str]:
+    """Where each effective setting comes from: "env", "file" or "default"."""
+    path = config_path(vault)
+    in_file: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            in_file = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    return {
+        key: "env"
+        if os.environ.get(f"VAULTCTX_{key.upper()}") is not None
+        else "file"
+        if key in in_file
+        else "default"
+        for key in Config.model_fields
+    }
 
 
 def save_config_values(vault: Path, updates: dict[str, Any]) -> Config:

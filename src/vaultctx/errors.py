@@ -93,3 +93,44 @@ class LLMRateLimited(LLMFailed):
     """The provider answered 429: too many requests or tokens for now."""
 
     exit_code = 14
+
+
+class PermissionDenied(VaultctxError):
+    """The vault's permission policy (or the user, asked) refused a tool's capability."""
+
+    exit_code = 15
+
+    def __init__(self, capability: str, resource: str, reason: str) -> None:
+        super().__init__(f"permission denied: {capability} on {resource} ({reason})")
+        self.capability = capability
+        self.resource = resource
+        self.reason = reason
+
+    def to_dict(self) -> dict[str, str]:
+        """The structured error a model receives instead of the tool's output."""
+        return {
+            "error": "permission_denied",
+            "capability": self.capability,
+            "resource": self.resource,
+            "reason": self.reason,
+        }
+
+
+class PathOutsideVault(VaultctxError):
+    """A path is absolute, climbs out with `..`, or resolves (via a symlink) outside the vault."""
+
+    exit_code = 16
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"path refused: {path!r} ({reason})")
+        self.path = path
+        self.reason = reason
+
+    def to_dict(self) -> dict[str, str]:
+        return {"error": "path_outside_vault", "path": self.path, "reason": self.reason}
+
+
+class SessionNotFound(VaultctxError):
+    """No session file with that id exists under the vault's `sessions/` folder."""
+
+    exit_code = 17

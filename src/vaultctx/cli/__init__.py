@@ -6,27 +6,55 @@ library's documented errors into one line on stderr and an exit code.
 
 from __future__ import annotations
 
+import importlib
 import sqlite3
 import sys
 from typing import Any
 
 import click
-from rich.markup import escape
 
 from .. import __version__
 from ..errors import VaultctxError
 from .output import error
 
+# Command modules imported only when one of their commands runs (or for --help), so a
+# query answered by the warm server never imports rich, pydantic or numpy.
+LAZY_COMMANDS = {
+    "index": "index_cmds",
+    "status": "index_cmds",
+    "select": "select_cmds",
+    "open": "select_cmds",
+    "touch": "select_cmds",
+    "context": "context_cmds",
+    "config": "context_cmds",
+    "serve": "serve_cmds",
+    "mcp": "serve_cmds",
+    "memory": "memory_cmds",
+}
+
 
 class VaultctxGroup(click.Group):
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            module = LAZY_COMMANDS.get(cmd_name)
+            if module is not None:
+                importlib.import_module(f"{__name__}.{module}")
+            else:
+                _import_all_commands()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        _import_all_commands()
+        return super().list_commands(ctx)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except VaultctxError as exc:
-            error(escape(str(exc)))
+            error(_escape(str(exc)))
             sys.exit(exc.exit_code)
         except sqlite3.Error as exc:
-            error(f"index database error: {escape(str(exc))}")
+            error(f"index database error: {_escape(str(exc))}")
             sys.exit(1)
         except KeyboardInterrupt:
             error("interrupted")
@@ -43,4 +71,12 @@ def main() -> None:
     cli(prog_name="vaultctx")
 
 
-from . import index_cmds, select_cmds  # noqa: E402,F401  (registers commands on import)
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _import_all_commands() -> None:
+    for module in sorted(set(LAZY_COMMANDS.values())):
+        importlib.import_module(f"{__name__}.{module}")

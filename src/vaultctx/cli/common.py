@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..workspace import Workspace
+if TYPE_CHECKING:
+    from ..workspace import Workspace
 
 
 def vault_argument(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -35,4 +36,6 @@ def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def open_workspace(vault: str, **overrides: Any) -> Workspace:
+    from ..workspace import Workspace  # numpy and pydantic: only commands that open a vault
+
     return Workspace.open(vault, overrides or None)

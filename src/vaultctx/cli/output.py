@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+    console: Console
+    err_console: Console
+
+
+def __getattr__(name: str) -> Any:
+    """`console` and `err_console` are created on first use: importing rich costs tens of
+    milliseconds that a `--json` answer from the warm server should not pay."""
+    if name not in ("console", "err_console"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from rich.console import Console
+
+    value = Console(highlight=False, stderr=name == "err_console")
+    globals()[name] = value
+    return value
 
 
 def emit_json(data: Any) -> None:
@@ -18,12 +31,16 @@ def emit_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+def _stderr() -> Console:
+    return globals().get("err_console") or __getattr__("err_console")
+
+
 def error(message: str) -> None:
-    err_console.print(f"[bold red]Error:[/] {message}", soft_wrap=True, markup=True)
+    _stderr().print(f"[bold red]Error:[/] {message}", soft_wrap=True, markup=True)
 
 
 def warn(message: str) -> None:
-    err_console.print(f"[yellow]Warning:[/] {message}", soft_wrap=True)
+    _stderr().print(f"[yellow]Warning:[/] {message}", soft_wrap=True)
 
 
 def human_bytes(n: int) -> str:

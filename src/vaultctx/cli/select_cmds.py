@@ -5,18 +5,22 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import unicodedata
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
 from ..errors import InvalidQuery
-from ..pipeline import Filters, Selection
-from ..pipeline.lexical import STOP_WORDS
-from . import cli
+from . import cli, output
 from .common import json_option, open_workspace, vault_option
-from .output import console, emit_json
+from .output import emit_json
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+    from ..pipeline import Filters, Selection
+
+# rich, pydantic and numpy are imported inside the functions that need them: a `--json`
+# query answered by a warm server must not pay for them.
 
 RETRIEVER_LETTERS = {"lexical": "L", "vector": "V", "graph": "G", "memory": "M"}
 
@@ -52,20 +56,46 @@ def build_filters(
     until: _dt.datetime | None,
     kinds: tuple[str, ...],
 ) -> Filters:
+    from ..pipeline import Filters
+
+    return Filters(
+        path=path_glob,
+        tags=tags,
+        frontmatter=parse_fields(fields),
+        modified_after=since.astimezone() if since else None,
+        modified_before=until.astimezone() if until else None,
+        kinds=kinds,
+    )
+
+
+def parse_fields(fields: tuple[str, ...]) -> dict[str, str]:
+    """--field KEY=VALUE options as a dict."""
     frontmatter = {}
     for field in fields:
         key, sep, value = field.partition("=")
         if not sep or not key.strip():
             raise InvalidQuery(f"--field expects KEY=VALUE, got {field!r}")
         frontmatter[key.strip()] = value.strip()
-    return Filters(
-        path=path_glob,
-        tags=tags,
-        frontmatter=frontmatter,
-        modified_after=since.astimezone() if since else None,
-        modified_before=until.astimezone() if until else None,
-        kinds=kinds,
-    )
+    return frontmatter
+
+
+def filter_body(
+    path_glob: str | None,
+    tags: tuple[str, ...],
+    fields: tuple[str, ...],
+    since: _dt.datetime | None,
+    until: _dt.datetime | None,
+    kinds: tuple[str, ...],
+) -> dict[str, Any]:
+    """The filter options as the server's JSON body takes them (see server.app.FilterBody)."""
+    return {
+        "path": path_glob,
+        "tags": list(tags),
+        "fields": parse_fields(fields),
+        "since": since.isoformat() if since else None,
+        "until": until.isoformat() if until else None,
+        "kinds": list(kinds),
+    }
 
 
 @cli.command()
@@ -85,7 +115,28 @@ def select(
     as_json: bool,
     **filter_args,
 ) -> None:
-    """Rank the vault's blocks for QUERY (FTS5 + vectors + link graph, fused)."""
+    """Rank the vault's blocks for QUERY (FTS5 + vectors + link graph, fused).
+
+    Uses a `vaultctx serve` running for the vault when there is one, else answers in-process.
+    """
+    from ..server.client import request_server
+
+    body = {
+        "query": query,
+        "k": k,
+        "no_vectors": no_vectors,
+        "explain": explain,
+        **filter_body(**filter_args),
+    }
+    contract = request_server(vault, "POST", "/select", body)
+    if contract is not None:
+        if as_json:
+            emit_json(contract)
+            return
+        from ..pipeline import Selection
+
+        render_selection(Selection.model_validate(contract))
+        return
     filters = build_filters(**filter_args)
     with open_workspace(vault) as ws:
         selection = ws.select(
@@ -98,6 +149,10 @@ def select(
 
 
 def render_selection(selection: Selection) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = output.console
     words = highlight_words(selection.query)
     table = Table(title=f"select: {escape(selection.query)}", title_justify="left", expand=True)
     table.add_column("#", justify="right", style="dim", no_wrap=True)
@@ -151,11 +206,15 @@ def _fold(text: str) -> str:
 
 def highlight_words(query: str) -> list[str]:
     """Query words worth highlighting, as folded prefixes (so 'mites' lights up 'mite')."""
+    from ..pipeline.lexical import STOP_WORDS
+
     words = [_fold(w) for w in re.findall(r"[^\W_]+", query)]
     return [w[: max(4, len(w) - 2)] for w in words if w not in STOP_WORDS and len(w) > 2]
 
 
 def snippet(text: str, words: list[str], width: int = 220) -> Text:
+    from rich.text import Text
+
     flat = " ".join(text.split())
     folded = _fold(flat)
     start = 0
@@ -180,6 +239,9 @@ def snippet(text: str, words: list[str], width: int = 220) -> Text:
 @json_option
 def open_note(note: str, vault: str, path_only: bool, as_json: bool) -> None:
     """Print NOTE (a path, file name, title or alias) and remember it as being worked on."""
+    from rich.markup import escape
+
+    console = output.console
     with open_workspace(vault) as ws:
         path = ws.touch(note, kind="open")
         content = (ws.root / path).read_text(encoding="utf-8", errors="replace")
@@ -198,9 +260,11 @@ def open_note(note: str, vault: str, path_only: bool, as_json: bool) -> None:
 @json_option
 def touch(note: str, vault: str, as_json: bool) -> None:
     """Record that you are working on NOTE: it seeds graph retrieval for later selects."""
+    from rich.markup import escape
+
     with open_workspace(vault) as ws:
         path = ws.touch(note)
     if as_json:
         emit_json({"path": path, "touched": True})
     else:
-        console.print(f"touched {escape(path)}")
+        output.console.print(f"touched {escape(path)}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -84,9 +85,11 @@ def _litellm() -> Any:
     return litellm
 
 
-def warm_up() -> threading.Thread:
+def warm_up() -> threading.Thread | None:
     """Import litellm in a background thread, so the first model call does not pay for it
-    (start it before work that runs anyway, e.g. select)."""
+    (start it before work that runs anyway, e.g. select). None if it is already loaded."""
+    if "litellm" in sys.modules:
+        return None
     thread = threading.Thread(target=_litellm, name="vaultctx-llm-import", daemon=True)
     thread.start()
     return thread
@@ -238,10 +241,7 @@ def _usage(response: Any) -> dict[str, Any]:
     usage = getattr(response, "usage", None)
     if usage is None:
         return {}
-    if hasattr(usage, "model_dump"):
-        data = usage.model_dump()
-    else:
-        data = dict(usage)
+    data = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
     return {k: v for k, v in data.items() if isinstance(v, int | float)}
 
 

@@ -137,7 +137,9 @@ def _day(ts: float) -> str:
     return _dt.datetime.fromtimestamp(ts, _dt.UTC).date().isoformat()
 
 
-def to_timestamp(value: _dt.datetime | _dt.date | float | int | str | None, default: float) -> float:
+def to_timestamp(
+    value: _dt.datetime | _dt.date | float | int | str | None, default: float
+) -> float:
     """Accept a datetime (naive: UTC), a date, an ISO string or epoch seconds."""
     if value is None:
         return default

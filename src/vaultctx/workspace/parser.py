@@ -288,7 +288,7 @@ def _split_blocks(body: str, masked: str, first_line: int, chunk_tokens: int) ->
                     start_line=start_line if chunk else first_line + start_idx,
                     end_line=start_line + max(n_lines - 1, 0),
                     tokens=tokens + heading_tokens,
-                    block_refs=tuple(_BLOCK_REF.findall(chunk)),
+                    block_refs=tuple(_BLOCK_REF.findall(chunk)) if "^" in chunk else (),
                 )
             )
     if not blocks:
@@ -339,13 +339,18 @@ def _chunk_section(lines: list[str], limit: int) -> list[tuple[str, int, int, in
         paragraphs.append((cur_start, cur))
     if not paragraphs:
         return [("", 0, 1, 0)]
+    texts = ["\n".join(para_lines).strip() for _, para_lines in paragraphs]
+    whole = "\n\n".join(texts)
+    total = estimate_tokens(whole)  # blank lines hold no tokens: the sum of the paragraphs'
+    if total <= limit:  # the common case: the section is one chunk
+        first, last = paragraphs[0][0], paragraphs[-1][0] + len(paragraphs[-1][1]) - 1
+        return [(whole, first, last - first + 1, total)]
 
     chunks: list[tuple[str, int, int, int]] = []
     buf: list[str] = []
     buf_tokens = 0
     buf_start = buf_end = 0
-    for start, para_lines in paragraphs:
-        para = "\n".join(para_lines).strip()
+    for (start, para_lines), para in zip(paragraphs, texts, strict=True):
         tokens = estimate_tokens(para)
         end = start + len(para_lines) - 1
         if tokens > limit:

@@ -1,0 +1,5 @@
+"""`python -m vaultctx`: the command line, for environments without the console script."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,280 @@
+"""The AgentRequestHandler: one session's turns, end to end, and everything persisted.
+
+It owns persistence and rehydration: history comes back from the session file, and every
+event of a turn (the exact system prompts sent, tool calls and results, one trace per model
+call, the question and the answer) is appended to it as it happens.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..errors import NoteNotFound
+from ..llm import LLMSettings
+from ..permissions import Asker, PermissionGuard, load_policy
+from .orchestrator import Orchestrator
+from .prepare import TurnPreparer, resolve_provider_model
+from .registers import ToolCallRecord
+from .session import SessionLog, SessionSummary, list_session_files
+from .tools import ToolContext
+from .trace import CompletionTrace
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+SESSIONS_DIRNAME = "sessions"
+CITATION = re.compile(r"\[\[([^\]|#^]+)(?:[#^|][^\]]*)?\]\]")
+
+EventHandler = Callable[[str, dict[str, Any]], None]
+"""on_event(kind, data): "tool_call" when a tool starts, "tool_result" when it ends."""
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """One answered turn: the answer, the notes it cites (that exist), what tools did,
+    one trace per model call, and where it was logged."""
+
+    answer: str
+    citations: tuple[str, ...]
+    tool_activity: tuple[dict[str, Any], ...]
+    traces: tuple[CompletionTrace, ...]
+    session_id: str
+    context_hash: str
+    prompt_render_hash: str
+    model: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "answer": self.answer,
+            "citations": list(self.citations),
+            "tool_activity": list(self.tool_activity),
+            "traces": [t.to_dict() for t in self.traces],
+            "session_id": self.session_id,
+            "context_hash": self.context_hash,
+            "prompt_render_hash": self.prompt_render_hash,
+            "model": self.model,
+        }
+
+
+def sessions_dir(ws: Workspace) -> Path:
+    """Sessions live beside the index: `<vault>/.vaultctx/sessions/` by default."""
+    return ws.db.path.parent / SESSIONS_DIRNAME
+
+
+def list_sessions(ws: Workspace) -> list[SessionSummary]:
+    return list_session_files(sessions_dir(ws))
+
+
+def load_session(ws: Workspace, session_id: str) -> list[dict[str, Any]]:
+    """Every readable row of one session, header first. `SessionNotFound` if none."""
+    return SessionLog.open(sessions_dir(ws), session_id).rows()
+
+
+def history_from_rows(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The chat history a resumed session continues from: question and answer pairs, in
+    order. A question whose turn never answered (a crash, a failed model) is left out."""
+    chat = [
+        {"role": r["role"], "content": r.get("content") or ""}
+        for r in rows
+        if r.get("type") == "message"
+        and r.get("role") in ("user", "assistant")
+        and (r.get("metadata") or {}).get("kind") == "chat"
+    ]
+    return [
+        m
+        for i, m in enumerate(chat)
+        if m["role"] == "assistant" or (i + 1 < len(chat) and chat[i + 1]["role"] == "assistant")
+    ]
+
+
+def cited_notes(ws: Workspace, answer: str) -> tuple[str, ...]:
+    """The `[[path]]` citations of an answer that name notes in the index, deduplicated."""
+    found: list[str] = []
+    for target in CITATION.findall(answer):
+        try:
+            path = ws.resolve_note(target.strip())[0]
+        except NoteNotFound:
+            continue
+        if path not in found:
+            found.append(path)
+    return tuple(found)
+
+
+@dataclass
+class _Turn:
+    number: int
+    render_hash: str
+    activity: list[dict[str, Any]] = field(default_factory=list)
+
+
+class AgentRequestHandler:
+    """A session of one vault: `handle(question)` runs one turn. Pass `session_id` to
+    resume an existing session; otherwise a new one is created on the first turn."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        *,
+        session_id: str | None = None,
+        model: str | None = None,
+        asker: Asker | None = None,
+        on_event: EventHandler | None = None,
+        preparer: TurnPreparer | None = None,
+    ) -> None:
+        self.ws = ws
+        self.model = model
+        self.asker = asker
+        self.on_event = on_event
+        self.preparer = preparer or TurnPreparer(model_chain=(model, ws.config.llm_model))
+        directory = sessions_dir(ws)
+        self.log: SessionLog | None = (
+            SessionLog.open(directory, session_id) if session_id is not None else None
+        )
+        self._turn: _Turn | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def session_id(self) -> str | None:
+        return self.log.session_id if self.log else None
+
+    def history(self) -> list[dict[str, str]]:
+        """Rehydrated from the session file: what the model saw in earlier turns."""
+        return history_from_rows(self.log.rows()) if self.log else []
+
+    def handle(self, question: str) -> TurnResult:
+        """Context → memory → prepared messages → Orchestrator → logged answer → memory
+        persisted in the background. `LLMNotConfigured` before any work without a model."""
+        provider, model = resolve_provider_model(None, self.model, self.preparer.model_chain)
+        settings = LLMSettings.resolve(
+            self.ws.config, model=f"{provider}/{model}", timeout=self.ws.config.agent_timeout
+        )
+        if self.log is None:
+            self.log = SessionLog.create(
+                sessions_dir(self.ws), vault=str(self.ws.root), version=__version__
+            )
+        session_id = self.log.session_id
+        rows = self.log.rows()
+        history = history_from_rows(rows)
+        context = self.ws.context(question, model=self.model)
+        preparation = self.preparer.prepare(
+            session_id=session_id,
+            user_message=question,
+            history=history,
+            context=context,
+            memory_context_text=self._memory_text(question, session_id, first=not history),
+        )
+        number = 1 + sum(1 for r in rows if r.get("type") == "message" and r.get("role") == "user")
+        self._turn = _Turn(number, preparation.prompt_render_hash)
+        self._row(
+            "message",
+            role="user",
+            content=question,
+            metadata={
+                "kind": "chat",
+                "context_hash": preparation.context_hash,
+                "prompt_render_hash": preparation.prompt_render_hash,
+                "gate": context.gate,
+            },
+        )
+        ctx = ToolContext(
+            ws=self.ws,
+            guard=PermissionGuard(load_policy(self.ws.db.path.parent), asker=self.asker),
+            session_id=session_id,
+        )
+        orchestrator = Orchestrator(
+            ctx, settings=settings, timeout=self.ws.config.agent_timeout, observer=self
+        )
+        try:
+            run = orchestrator.run(preparation)
+        except Exception as exc:
+            self._row("message", role="assistant", content="", metadata={"kind": "error",
+                      "error": f"{type(exc).__name__}: {exc}"})  # fmt: skip
+            raise
+        citations = cited_notes(self.ws, run.answer)
+        self._row(
+            "message",
+            role="assistant",
+            content=run.answer,
+            metadata={"kind": "chat", "citations": list(citations)},
+        )
+        self._persist_memory(question, run.answer, session_id, citations)
+        return TurnResult(
+            answer=run.answer,
+            citations=citations,
+            tool_activity=tuple(self._turn.activity),
+            traces=tuple(orchestrator.traces),
+            session_id=session_id,
+            context_hash=preparation.context_hash,
+            prompt_render_hash=preparation.prompt_render_hash,
+            model=preparation.litellm_model,
+        )
+
+    # --- memory (best-effort: a memory problem never fails a turn) -------------------------
+
+    def _memory_text(self, question: str, session_id: str, *, first: bool) -> str:
+        try:
+            memory = self.ws.memory.retrieve_for_turn(
+                question, session_id=session_id, first_turn=first
+            )
+            return memory.text
+        except Exception as exc:
+            log.warning("memory retrieval failed: %s: %s", type(exc).__name__, exc)
+            return ""
+
+    def _persist_memory(
+        self, question: str, answer: str, session_id: str, paths: tuple[str, ...]
+    ) -> None:
+        try:
+            self.ws.memory.persist_turn(question, answer, session_id=session_id, paths=paths)
+        except Exception as exc:
+            log.warning("memory persist failed: %s: %s", type(exc).__name__, exc)
+
+    # --- rows (the TurnObserver the agents report to) --------------------------------------
+
+    def _row(self, kind: str, **fields: Any) -> None:
+        assert self.log is not None and self._turn is not None
+        self.log.append({"type": kind, "turn": self._turn.number, **fields})
+
+    def request_sent(self, agent: str, invocation: int, messages: list[dict[str, Any]]) -> None:
+        """The exact system prompt of each agent's first request, for debugging."""
+        if invocation == 1:
+            self._row(
+                "message",
+                role="system",
+                content=messages[0]["content"],
+                metadata={"debug": "system_prompt", "agent": agent},
+            )
+
+    def trace_recorded(self, trace: CompletionTrace) -> None:
+        self._row("completion_trace", **trace.to_dict())
+
+    def tool_started(self, agent: str, call_id: str, name: str, arguments: dict) -> None:
+        data = {"agent": agent, "call_id": call_id, "name": name, "arguments": arguments}
+        self._row("tool_call", **data)
+        if self.on_event:
+            self.on_event("tool_call", data)
+
+    def tool_finished(self, record: ToolCallRecord) -> None:
+        data = {
+            "agent": record.agent,
+            "call_id": record.call_id,
+            "name": record.name,
+            "arguments": record.arguments,
+            "output": record.output,
+            "ok": record.ok,
+        }
+        self._row("tool_result", **{k: v for k, v in data.items() if k != "arguments"})
+        assert self._turn is not None
+        with self._lock:
+            self._turn.activity.append(data)
+        if self.on_event:
+            self.on_event("tool_result", data)

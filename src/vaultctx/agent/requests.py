@@ -1,0 +1,139 @@
+"""The ResponseRequestBuilder: turns a ContentProvider into one model request, calls the
+model (the agent's only call of `vaultctx.llm.complete`) and fills that call's trace.
+
+Rendering: Session Context registers (instructions, then the retained transcript), then
+the Consumable ToolCallManifest as tool messages. After a successful call the delivered
+tool messages move into the transcript and the manifest is cleared.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from .. import prompts
+from ..errors import LLMError
+from ..llm import Completion, LLMSettings, complete
+from .registers import INSTRUCTIONS, TRANSCRIPT, ContentProvider, ToolCallRecord
+from .tools import Tool, schemas
+from .trace import CompletionTrace, CompletionTraceStep
+
+
+class TurnObserver(Protocol):
+    """Who hears about a turn as it happens: the request handler, which persists every
+    event as a session row and shows tool activity live."""
+
+    def request_sent(self, agent: str, invocation: int, messages: list[dict[str, Any]]) -> None: ...
+
+    def trace_recorded(self, trace: CompletionTrace) -> None: ...
+
+    def tool_started(self, agent: str, call_id: str, name: str, arguments: dict) -> None: ...
+
+    def tool_finished(self, record: ToolCallRecord) -> None: ...
+
+
+def tool_message(record: ToolCallRecord) -> dict[str, Any]:
+    return {
+        "role": "tool",
+        "tool_call_id": record.call_id,
+        "content": prompts.tool_result_text(record.name, record.output),
+    }
+
+
+def assistant_message(completion: Completion) -> dict[str, Any]:
+    """The model's turn as it must be sent back before its tool results."""
+    message: dict[str, Any] = {"role": "assistant", "content": completion.content}
+    if completion.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": call.raw_arguments or json.dumps(call.arguments),
+                },
+            }
+            for call in completion.tool_calls
+        ]
+    return message
+
+
+class ResponseRequestBuilder:
+    """Builds and sends the requests of one agent (`agent` names it in traces)."""
+
+    def __init__(
+        self,
+        *,
+        agent: str,
+        settings: LLMSettings,
+        tools: Sequence[Tool],
+        timeout: float,
+        observer: TurnObserver,
+    ) -> None:
+        self.agent = agent
+        self.observer = observer
+        self.settings = settings
+        self.tools = tuple(tools)
+        self.timeout = timeout
+        self.traces: list[CompletionTrace] = []
+        self.last_messages: list[dict[str, Any]] = []
+
+    def render(self, provider: ContentProvider) -> list[dict[str, Any]]:
+        return [
+            *provider[INSTRUCTIONS].items,
+            *provider[TRANSCRIPT].items,
+            *(tool_message(record) for record in provider.manifest.items),
+        ]
+
+    def invoke(
+        self, provider: ContentProvider, *, final: bool = False, timeout: float | None = None
+    ) -> Completion:
+        """One model call. `final` forbids tools (the last allowed call must answer).
+        Raises the `LLMError` of a failed call after recording it in the trace."""
+        messages = self.render(provider)
+        self.last_messages = messages
+        trace = CompletionTrace(
+            agent=self.agent, invocation=len(self.traces) + 1, model=self.settings.model or ""
+        )
+        self.traces.append(trace)
+        trace.steps.append(
+            CompletionTraceStep(
+                "request",
+                {"messages": len(messages), "tools": len(self.tools), "final": final},
+            )
+        )
+        self.observer.request_sent(self.agent, trace.invocation, messages)
+        try:
+            completion = complete(
+                messages,
+                settings=self.settings,
+                tools=schemas(self.tools),
+                tool_choice="none" if final else None,
+                timeout=timeout or self.timeout,
+            )
+        except LLMError as exc:
+            record = exc.record
+            trace.outcome = getattr(record, "outcome", "error")
+            trace.latency_ms = getattr(record, "latency_ms", 0.0)
+            trace.error = str(exc)
+            trace.summary = f"failed: {exc}"
+            self.observer.trace_recorded(trace)
+            raise
+        record = completion.record
+        trace.tokens_in, trace.tokens_out = record.tokens_in, record.tokens_out
+        trace.latency_ms, trace.outcome = record.latency_ms, record.outcome
+        for call in completion.tool_calls:
+            trace.steps.append(CompletionTraceStep("tool_call", {"id": call.id, "name": call.name}))
+        if completion.tool_calls:
+            names = ", ".join(call.name for call in completion.tool_calls)
+            trace.summary = f"{len(completion.tool_calls)} tool call(s): {names}"
+        else:
+            trace.summary = f"answer: {len(completion.content or '')} chars"
+            trace.steps.append(CompletionTraceStep("answer", {"finish": completion.finish_reason}))
+        self.observer.trace_recorded(trace)
+        delivered = [tool_message(record) for record in provider.manifest.items]
+        provider[TRANSCRIPT].items.extend(delivered)
+        provider.manifest.items.clear()
+        provider[TRANSCRIPT].items.append(assistant_message(completion))
+        return completion

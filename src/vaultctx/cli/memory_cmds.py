@@ -1,0 +1,151 @@
+"""`vaultctx memory list|search|add|forget|export|import`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import ConfigError
+from ..memory import Memory
+from . import cli
+from .common import json_option, open_workspace, vault_option
+from .output import console, emit_json
+
+TIERS = click.Choice(["conversation", "channel", "workspace", "account"])
+KINDS = click.Choice(["semantic", "episodic", "procedural"])
+
+
+def tier_options(fn):
+    fn = click.option("--scope", help="Session, channel, vault or user id (default: this one).")(fn)
+    return click.option("--tier", type=TIERS, help="Only this tier.")(fn)
+
+
+@cli.group()
+def memory() -> None:
+    """Inspect and edit the tiered memory of a vault and its user."""
+
+
+@memory.command("list")
+@vault_option
+@tier_options
+@click.option("--kind", type=KINDS, help="Only this kind.")
+@click.option("-n", "--limit", default=50, show_default=True, help="At most this many.")
+@json_option
+def list_(vault: str, tier: str | None, scope: str | None, kind: str | None, limit: int,
+          as_json: bool) -> None:  # fmt: skip
+    """List memories, newest first."""
+    with open_workspace(vault) as ws:
+        memories = ws.memory.list(tier=tier, scope=scope, kind=kind, limit=limit)
+    if as_json:
+        emit_json([m.to_dict() for m in memories])
+    else:
+        render(memories, title="memories")
+
+
+@memory.command()
+@click.argument("query")
+@vault_option
+@tier_options
+@click.option("-k", "--k", "k", default=10, show_default=True, help="Memories to return.")
+@click.option("--session", "session_id", help="Also see this conversation's memories.")
+@click.option("--channel", help="Also see this channel's memories.")
+@json_option
+def search(query: str, vault: str, tier: str | None, scope: str | None, k: int,
+           session_id: str | None, channel: str | None, as_json: bool) -> None:  # fmt: skip
+    """Rank memories for QUERY: token recall + embeddings, importance, recency."""
+    with open_workspace(vault) as ws:
+        memories = ws.memory.search(
+            query, k=k, tier=tier, scope=scope, session_id=session_id, channel=channel
+        )
+    if as_json:
+        emit_json({"query": query, "memories": [m.to_dict() for m in memories]})
+    else:
+        render(memories, title=f"memory search: {query}", scores=True)
+
+
+@memory.command()
+@click.argument("text")
+@vault_option
+@click.option("--tier", type=TIERS, default="workspace", show_default=True)
+@click.option("--scope", help="Session or channel id (needed for those tiers).")
+@click.option("--kind", type=KINDS, default="semantic", show_default=True)
+@click.option("--importance", type=click.FloatRange(0, 1), help="Default: a heuristic.")
+@json_option
+def add(text: str, vault: str, tier: str, scope: str | None, kind: str,
+        importance: float | None, as_json: bool) -> None:  # fmt: skip
+    """Remember TEXT (merged into an existing memory if it says the same)."""
+    with open_workspace(vault) as ws:
+        mem = ws.memory.add(text, tier=tier, scope=scope, kind=kind, importance=importance)
+    if as_json:
+        emit_json(mem.to_dict())
+    else:
+        console.print(f"remembered [bold]{mem.id}[/] ({mem.tier.value}, {mem.kind.value})")
+
+
+@memory.command()
+@click.argument("ids", nargs=-1, required=True)
+@vault_option
+@click.option("--soft", is_flag=True, help="Only hide them; default erases them for good.")
+@json_option
+def forget(ids: tuple[str, ...], vault: str, soft: bool, as_json: bool) -> None:
+    """Forget memories by id: the row, its indexed text and its vector are erased."""
+    with open_workspace(vault) as ws:
+        count = ws.memory.forget(ids, soft=soft)
+    if as_json:
+        emit_json({"forgotten": count, "soft": soft})
+    else:
+        console.print(f"forgot {count} of {len(ids)} memories")
+
+
+@memory.command()
+@vault_option
+@tier_options
+@click.option("-o", "--output", type=click.File("w", encoding="utf-8"), default="-")
+def export(vault: str, tier: str | None, scope: str | None, output) -> None:
+    """Write memories as JSON lines (oldest first), for backup or another machine."""
+    with open_workspace(vault) as ws:
+        records = ws.memory.export(tier=tier, scope=scope)
+    for record in records:
+        output.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+@memory.command("import")
+@click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
+@vault_option
+@json_option
+def import_(source, vault: str, as_json: bool) -> None:
+    """Read memories from JSON lines (as `export` writes); existing ids are updated."""
+    records = []
+    for number, line in enumerate(source, start=1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"line {number}: not JSON: {exc}") from exc
+    with open_workspace(vault) as ws:
+        count = ws.memory.import_(records)
+    if as_json:
+        emit_json({"imported": count})
+    else:
+        console.print(f"imported {count} memories", file=sys.stdout)
+
+
+def render(memories: list[Memory], *, title: str, scores: bool = False) -> None:
+    table = Table(title=escape(title), title_justify="left", expand=True)
+    table.add_column("id", style="dim", no_wrap=True)
+    table.add_column("tier", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("created", no_wrap=True)
+    table.add_column("text", ratio=5, overflow="fold")
+    if scores:
+        table.add_column("score", justify="right", no_wrap=True)
+    for m in memories:
+        row = [m.id, m.tier.value, m.kind.value, m.to_dict()["created_at"][:10], escape(m.text)]
+        if scores:
+            row.append(f"{m.score:.3f}")
+        table.add_row(*row)
+    console.print(table)

@@ -1,0 +1,87 @@
+"""`vaultctx mcp`: the vault as read-only context tools for AI desktop clients (MCP, stdio).
+
+Built on the official MCP Python SDK (`MCPServer`). Every tool here only reads the vault
+and its index and says so with `readOnlyHint`; tools that change a note belong to the agent,
+behind its PermissionGuard, and are not exposed here.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from mcp.server import MCPServer
+from mcp.types import ToolAnnotations
+
+from . import __version__
+from .errors import NoteNotFound
+from .pipeline import Filters
+from .workspace import Workspace
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+# context may ask the configured LLM to choose what to keep: read-only, but not closed-world.
+READ_ONLY_WITH_LLM = ToolAnnotations(read_only_hint=True, destructive_hint=False)
+MAX_NOTE_CHARS = 200_000
+
+
+def create_mcp_server(workspace: Workspace, *, use_vectors: bool = True) -> MCPServer:
+    """An MCP server over `workspace`. `use_vectors=False` keeps select lexical and graph
+    only, so the embedding model is never loaded (low-end machines, tests)."""
+    ws = workspace
+    server = MCPServer(
+        "vaultctx",
+        version=__version__,
+        instructions=(
+            f"Context from the Markdown vault at {ws.root}. Call `select` with a question to"
+            " find the most relevant passages (with their note paths), then `read_note` to"
+            " read a whole note."
+        ),
+    )
+
+    @server.tool(title="Select context from the vault", annotations=READ_ONLY)
+    def select(
+        query: str,
+        k: int = 10,
+        path: str | None = None,
+        tags: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Rank the vault's passages for `query` (full-text, embeddings and the link graph,
+        fused). `path` keeps one folder or glob ('Journal/2025-*'); `tags` keeps notes
+        carrying all of these tags. Returns candidates with path, heading, text and score."""
+        selection = ws.select(
+            query,
+            k=max(1, min(k, 100)),
+            filters=Filters(path=path, tags=tuple(tags or ())),
+            use_vectors=use_vectors,
+        )
+        return selection.contract()
+
+    @server.tool(title="Read a note", annotations=READ_ONLY)
+    def read_note(note: str) -> dict[str, Any]:
+        """The full Markdown of one note, named by its vault path, file name, title or alias."""
+        path, _ = ws.resolve_note(note)
+        real = os.path.realpath(ws.root / path)
+        if os.path.commonpath([real, str(ws.root)]) != str(ws.root):
+            raise NoteNotFound(f"{note!r} resolves outside the vault")
+        with open(real, encoding="utf-8", errors="replace") as fh:
+            content = fh.read(MAX_NOTE_CHARS + 1)
+        truncated = len(content) > MAX_NOTE_CHARS
+        return {"path": path, "content": content[:MAX_NOTE_CHARS], "truncated": truncated}
+
+    @server.tool(title="Context for a task, within a token budget", annotations=READ_ONLY_WITH_LLM)
+    def context(query: str, budget: int | None = None) -> dict[str, Any]:
+        """The passages worth giving a model for `query`, trimmed to `budget` tokens (default:
+        the vault's config), with a hash that identifies this exact context."""
+        session = ws.context(query, budget_tokens=budget, use_vectors=use_vectors)
+        return session.contract()
+
+    @server.tool(title="Search memories", annotations=READ_ONLY)
+    def memory_search(query: str, k: int = 10) -> dict[str, Any]:
+        """Facts, events and preferences remembered about this vault and its user, ranked
+        for `query`."""
+        memories = ws.memory.search(query, k=max(1, min(k, 100)))
+        return {"query": query, "memories": [m.to_dict() for m in memories]}
+
+    return server

@@ -1,0 +1,223 @@
+"""From a finished turn to observations worth remembering, and how important each one is.
+
+`Extractor` is the seam: the deterministic extractor here needs no model; an LLM-backed one
+(through `vaultctx.llm`) implements the same protocol and is swapped in when a model is set.
+The deterministic one keeps what the user said (raw turn, with speaker and date), sentences
+that state facts, and rules phrased as preferences; importance comes from simple signals.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..pipeline.lexical import STOP_WORDS
+from .models import Memory, MemoryKind, Observation
+
+MAX_FACT_WORDS = 60
+MAX_ARC_POINTS = 8
+THEME_COUNT = 5
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"[^\W\d_][\w'-]*")
+_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|mine|me)\b", re.I)
+_WE = re.compile(r"\b(we|our|ours|we're|we've)\b", re.I)
+_PREFERENCE = re.compile(
+    r"\b(always|never|from now on|prefer|i'd rather|i would rather|don't ever|do not ever|"
+    r"please (?:answer|reply|respond|write|use|keep|avoid|format|be)|"
+    r"(?:answer|reply|respond|write) (?:in|with|using))\b",
+    re.I,
+)
+_REMEMBER = re.compile(
+    r"\b(remember|don't forget|do not forget|important|note that|keep in mind)\b", re.I
+)
+_NUMBER = re.compile(r"\d")
+_MONTHS = re.compile(
+    r"\b(january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|yesterday|tomorrow|"
+    r"today|last (?:week|month|year)|next (?:week|month|year))\b",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One exchange to remember: who said what, in which session, when."""
+
+    user: str
+    session_id: str
+    at: float
+    assistant: str = ""
+    channel: str | None = None
+    turn_id: str | None = None
+    user_name: str = "User"
+    assistant_name: str = "Assistant"
+    paths: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def day(self) -> str:
+        return _dt.datetime.fromtimestamp(self.at, _dt.UTC).strftime("%-d %B %Y")
+
+
+class Extractor(Protocol):
+    """Turns a finished turn into observations; may be slow (it runs in the background)."""
+
+    name: str
+
+    def extract(self, turn: Turn) -> list[Observation]: ...
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if len(s.strip()) > 1]
+
+
+def themes(text: str, count: int = THEME_COUNT) -> tuple[str, ...]:
+    """Top keywords: frequent, not stop-words; names count double. Deterministic."""
+    words = _WORD.findall(text)
+    scores: Counter[str] = Counter()
+    first: dict[str, int] = {}
+    for position, word in enumerate(words):
+        lower = word.lower().strip("'-")
+        if len(lower) < 3 or lower in STOP_WORDS:
+            continue
+        scores[lower] += 2 if word[0].isupper() and position > 0 else 1
+        first.setdefault(lower, position)
+    ranked = sorted(scores, key=lambda w: (-scores[w], first[w]))
+    return tuple(ranked[:count])
+
+
+def summarize(text: str, limit: int = 160) -> str:
+    """The first sentence, cut at a word boundary: a deterministic one-line summary."""
+    first = sentences(text)[0] if sentences(text) else text.strip()
+    if len(first) <= limit:
+        return first
+    return first[:limit].rsplit(" ", 1)[0] + "…"
+
+
+def importance(text: str, kind: MemoryKind, *, personal: bool = False) -> float:
+    """Heuristic importance in [0, 1] when no model scores it: explicit 'remember', rules,
+    personal facts, numbers and dates, names, and length each add a little."""
+    score = 0.3
+    if _REMEMBER.search(text):
+        score += 0.3
+    if kind is MemoryKind.PROCEDURAL:
+        score += 0.3
+    if personal:
+        score += 0.1
+    if _NUMBER.search(text) or _MONTHS.search(text):
+        score += 0.1
+    if _names(text):
+        score += 0.1
+    score += min(0.1, len(text.split()) / 300)
+    return round(min(1.0, score), 3)
+
+
+def _names(text: str) -> list[str]:
+    """Capitalized words that do not start a sentence: likely names of people or things."""
+    found = []
+    for sentence in sentences(text):
+        words = _WORD.findall(sentence)
+        found += [
+            w for w in words[1:] if w[0].isupper() and w != "I" and w.lower() not in STOP_WORDS
+        ]
+    return found
+
+
+def is_rule(sentence: str) -> bool:
+    return bool(_PREFERENCE.search(sentence)) and not sentence.rstrip().endswith("?")
+
+
+def is_fact(sentence: str) -> bool:
+    words = sentence.split()
+    if len(words) < 4 or len(words) > MAX_FACT_WORDS or sentence.rstrip().endswith("?"):
+        return False
+    return bool(
+        _FIRST_PERSON.search(sentence)
+        or _WE.search(sentence)
+        or _NUMBER.search(sentence)
+        or _MONTHS.search(sentence)
+        or _names(sentence)
+    )
+
+
+class DeterministicExtractor:
+    """No model: the raw turn, fact sentences and preference rules, by heuristics."""
+
+    name = "deterministic"
+
+    def extract(self, turn: Turn) -> list[Observation]:
+        out: list[Observation] = []
+        raw = f"{turn.user_name}: {turn.user.strip()}"
+        if turn.assistant.strip():
+            reply = " ".join(sentences(turn.assistant)[:2]) or turn.assistant.strip()
+            raw += f"\n{turn.assistant_name}: {reply}"
+        if turn.user.strip():
+            out.append(
+                Observation(
+                    kind=MemoryKind.EPISODIC,
+                    text=raw,
+                    summary=f"{turn.day}, {turn.user_name}: {summarize(turn.user, 120)}",
+                    themes=themes(raw),
+                    importance=importance(turn.user, MemoryKind.EPISODIC),
+                    reach="turn",
+                )
+            )
+        for sentence in sentences(turn.user):
+            if is_rule(sentence):
+                out.append(
+                    Observation(
+                        kind=MemoryKind.PROCEDURAL,
+                        text=sentence,
+                        summary=summarize(sentence),
+                        themes=themes(sentence),
+                        importance=importance(sentence, MemoryKind.PROCEDURAL),
+                        reach="personal",
+                    )
+                )
+            elif is_fact(sentence):
+                personal = bool(_FIRST_PERSON.search(sentence))
+                text = f"{turn.user_name}: {sentence}"
+                out.append(
+                    Observation(
+                        kind=MemoryKind.SEMANTIC,
+                        text=text,
+                        summary=summarize(text),
+                        themes=themes(sentence),
+                        importance=importance(sentence, MemoryKind.SEMANTIC, personal=personal),
+                        reach="personal" if personal else "shared",
+                    )
+                )
+        return out
+
+
+def extend_arc(previous: Memory | None, turn: Turn, points: Sequence[str] = ()) -> Observation:
+    """The session's episodic arc, one point longer: what a 'last time we talked…' recalls.
+
+    Deterministic: the first thing the user raised is the summary, later turns add points
+    (their first sentence), the newest kept when the arc grows past MAX_ARC_POINTS.
+    """
+    point = summarize(turn.user, 120)
+    old_points = [] if previous is None else _arc_points(previous.text)
+    new_points = [*old_points, *(p for p in (point, *points) if p and p not in old_points)]
+    new_points = new_points[-MAX_ARC_POINTS:]
+    opening = previous.summary if previous is not None else f"{turn.day}: {point}"
+    text = f"Session of {opening.split(':', 1)[0]} with {turn.user_name}:\n" + "\n".join(
+        f"- {p}" for p in new_points
+    )
+    return Observation(
+        kind=MemoryKind.EPISODIC,
+        text=text,
+        summary=opening,
+        themes=themes(" ".join(new_points)),
+        importance=max(0.5, previous.importance if previous else 0.0),
+        reach="shared",
+        key=f"arc:{turn.session_id}",
+    )
+
+
+def _arc_points(text: str) -> list[str]:
+    return [line[2:] for line in text.splitlines() if line.startswith("- ")]

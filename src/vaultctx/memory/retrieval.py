@@ -1,0 +1,226 @@
+"""Memory retrieval: hybrid token recall + embedding, weighed by importance and recency.
+
+Relevance is reciprocal rank fusion of an FTS5 bm25 search ("token recall") and a nearest-
+neighbour search over memory embeddings; the two run in parallel (FTS5 here, the query
+embedding in a worker thread). A memory's score is its relevance damped by importance and by
+recency, which halves every `half_life` days of its tier since it was formed or last used —
+so a conversation's memories fade in a day, the account's over a year. `now` can be passed,
+so a replayed history decays relative to its own time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..pipeline.fusion import DEFAULT_RRF_K, Hit, rrf_fuse
+from ..pipeline.models import Candidate
+from ..pipeline.select import RetrievalRequest
+from .models import Memory, MemoryKind, Tier
+from .store import MemoryRepository, Scope
+
+DEPTH = 50
+# A vector-only hit this dissimilar is noise, however high it ranks among few memories.
+MIN_SIMILARITY = 0.2
+# score = relevance × (BASE + W_IMPORTANCE·importance + W_RECENCY·recency): relevance decides,
+# importance and recency reorder what is about equally relevant.
+BASE = 0.6
+W_IMPORTANCE = 0.2
+W_RECENCY = 0.2
+DAY = 86400.0
+
+HYBRID = "hybrid_rrf"
+TOKEN_RECALL = "token_recall"
+TOKEN_RECALL_AFTER_EMBED_ERROR = "token_recall_after_embed_error"
+
+Target = tuple[MemoryRepository, Sequence[Scope]]
+"""One database and the scopes to search in it."""
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    memories: list[Memory]
+    retrieval_path: str
+    error: str | None = None
+
+
+def recency(last_used: float, now: float, half_life_days: float) -> float:
+    """0.5 ** (days since formed or last accessed / half-life); never above 1."""
+    age = max(0.0, now - last_used) / DAY
+    return float(0.5 ** (age / max(half_life_days, 1e-6)))
+
+
+def hybrid_search(
+    targets: Sequence[Target],
+    query: str,
+    *,
+    kinds: Sequence[MemoryKind],
+    k: int,
+    now: float,
+    half_lives: Mapping[Tier, float],
+    embed: Callable[[str], np.ndarray] | None = None,
+    query_vector: np.ndarray | None = None,
+    pool: ThreadPoolExecutor | None = None,
+    rrf_k: int = DEFAULT_RRF_K,
+    min_similarity: float = MIN_SIMILARITY,
+) -> SearchResult:
+    """Rank memories of `targets` for `query`. Never raises for a failing model: it falls
+    back to token recall and says so in `retrieval_path`."""
+    targets = [(repo, list(scopes)) for repo, scopes in targets if scopes]
+    with_vectors = [
+        i for i, (repo, scopes) in enumerate(targets) if repo.sync_mirror().vectors_in(scopes)
+    ]
+    vector_hits: list[tuple[str, float]] = []
+    use_vectors = bool(with_vectors) and (embed is not None or query_vector is not None)
+
+    def nearest(vector: np.ndarray) -> list[tuple[str, float]]:
+        found = []
+        for i in with_vectors:
+            repo, scopes = targets[i]
+            found += [(f"{i}:{r}", s) for r, s in repo.mirror.nearest(vector, scopes, kinds, DEPTH)]
+        found.sort(key=lambda h: (-h[1], h[0]))
+        return [h for h in found[:DEPTH] if h[1] >= min_similarity]
+
+    # The model encodes in a worker thread while FTS5 searches here (both release the GIL);
+    # the nearest-neighbour product itself takes well under a millisecond.
+    pending = None
+    if use_vectors and query_vector is None and embed is not None:
+        pending = pool.submit(embed, query) if pool is not None else None
+
+    token_hits: list[tuple[str, float]] = []
+    for i, (repo, scopes) in enumerate(targets):
+        token_hits += [(f"{i}:{r}", s) for r, s in repo.token_recall(query, scopes, kinds, DEPTH)]
+    token_hits.sort(key=lambda h: (-h[1], h[0]))
+
+    failure: Exception | None = None
+    if use_vectors:
+        try:
+            if query_vector is None:
+                query_vector = pending.result() if pending is not None else embed(query)  # type: ignore[misc]
+            vector_hits = nearest(query_vector)
+        except Exception as exc:  # a broken model must not take memory down with it
+            failure = exc
+    path = TOKEN_RECALL
+    if use_vectors:
+        path = TOKEN_RECALL_AFTER_EMBED_ERROR if failure is not None else HYBRID
+    ranked = {"token_recall": [Hit(key, s) for key, s in token_hits[:DEPTH]]}
+    if vector_hits:
+        ranked["embedding"] = [Hit(key, s) for key, s in vector_hits]
+    memories = _score(targets, ranked, k, now, half_lives, rrf_k, lists=2 if path == HYBRID else 1)
+    error = None if failure is None else f"{type(failure).__name__}: {failure}"
+    return SearchResult(memories, path, error)
+
+
+def _score(
+    targets: Sequence[Target],
+    ranked: Mapping[str, Sequence[Hit]],
+    k: int,
+    now: float,
+    half_lives: Mapping[Tier, float],
+    rrf_k: int,
+    *,
+    lists: int,
+) -> list[Memory]:
+    """Score every fused candidate from a few columns; build full memories for the top k."""
+    fused = rrf_fuse(ranked, k=rrf_k)
+    by_target: dict[int, list[int]] = {}
+    for f in fused:
+        i, rowid = f.key.split(":")
+        by_target.setdefault(int(i), []).append(int(rowid))
+    facts = {
+        f"{i}:{rowid}": row
+        for i, rowids in by_target.items()
+        for rowid, row in targets[i][0].score_rows(rowids).items()
+    }
+    best = lists / (rrf_k + 1)
+    scored = []
+    for f in fused:
+        row = facts.get(f.key)
+        if row is None:
+            continue
+        tier, importance, formed = row
+        relevance = f.score / best
+        fresh = recency(formed, now, half_lives[tier])
+        score = relevance * (BASE + W_IMPORTANCE * importance + W_RECENCY * fresh)
+        scores = {"relevance": relevance, "importance": importance, "recency": fresh}
+        for name, provenance in f.sources.items():
+            scores[f"{name}_rank"] = float(provenance.rank)
+        scored.append((score, f.key, scores))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    top = scored[:k]
+    wanted: dict[int, list[int]] = {}
+    for _, key, _ in top:
+        i, rowid = key.split(":")
+        wanted.setdefault(int(i), []).append(int(rowid))
+    rows = {
+        f"{i}:{rowid}": memory
+        for i, rowids in wanted.items()
+        for rowid, memory in targets[i][0].by_rowids(rowids).items()
+    }
+    return [
+        rows[key].model_copy(update={"score": score, "scores": scores})
+        for score, key, scores in top
+        if key in rows
+    ]
+
+
+def dedupe_episodes(memories: Sequence[Memory]) -> list[Memory]:
+    """Keep the first of episodic memories sharing (summary, themes): one arc, once."""
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    out = []
+    for memory in memories:
+        if memory.kind is MemoryKind.EPISODIC:
+            key = (memory.summary, memory.themes)
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(memory)
+    return out
+
+
+def now_ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+class MemoryRetriever:
+    """Memories as the fourth retriever of select: hits `memory:<id>` carrying a ready
+    candidate, ranked by the same hybrid score as turn retrieval."""
+
+    name = "memory"
+
+    def __init__(
+        self,
+        search: Callable[..., list[Memory]],
+    ) -> None:
+        self._search = search
+
+    def retrieve(self, request: RetrievalRequest) -> list[Hit]:
+        if request.allowed is not None:
+            return []  # note filters (path, tags, dates) select notes; memories are none
+        memories = self._search(request.query, k=request.limit, query_vector=request.query_vector)
+        return [Hit(f"memory:{m.id}", m.score, {"candidate": to_candidate(m)}) for m in memories]
+
+
+def to_candidate(memory: Memory) -> Candidate:
+    return Candidate(
+        id=f"memory:{memory.id}",
+        kind="memory",
+        title=f"{memory.tier.value} memory",
+        heading=memory.kind.value,
+        heading_path=f"memory > {memory.tier.value} > {memory.kind.value}",
+        text=memory.text,
+        score=memory.score,
+        tokens=max(1, len(memory.text) // 4),
+        metadata={
+            "tier": memory.tier.value,
+            "scope": memory.scope,
+            "memory_kind": memory.kind.value,
+            "importance": memory.importance,
+            "created_at": memory.to_dict()["created_at"],
+            "source": memory.source.model_dump(mode="json"),
+        },
+    )

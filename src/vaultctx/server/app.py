@@ -1,0 +1,325 @@
+"""The JSON HTTP API over one open `Workspace`, as a Starlette app.
+
+Every route but `/health` needs the bearer token. Bodies are JSON objects of at most
+`max_body` bytes, validated by the models below (the same options as the CLI); errors come
+back as `{"error": <type>, "message": <text>}` with a 4xx status. Work runs in Starlette's
+thread pool, so many selects proceed at once while the watcher writes (SQLite WAL gives each
+thread a consistent snapshot).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .. import __version__
+from ..errors import (
+    ConfigError,
+    EmbeddingUnavailable,
+    IndexLocked,
+    InvalidQuery,
+    NoteNotFound,
+    NotIndexed,
+    VaultctxError,
+)
+from ..memory.models import MemoryKind, Tier
+from ..pipeline import Filters
+from .auth import authorized
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
+    from ..workspace.watch import VaultWatcher
+
+MAX_BODY_BYTES = 1024 * 1024
+OPEN_PATHS = frozenset({"/health"})
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost"]
+M = TypeVar("M", bound=BaseModel)
+
+_STATUS: dict[type[VaultctxError], int] = {
+    InvalidQuery: 422,
+    ConfigError: 422,
+    NoteNotFound: 404,
+    NotIndexed: 409,
+    IndexLocked: 409,
+    EmbeddingUnavailable: 503,
+}
+
+
+class RequestError(Exception):
+    """A request the server refuses: bad JSON, too large, invalid fields."""
+
+    def __init__(self, status: int, error: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error = error
+        self.message = message
+
+
+# --- request bodies ----------------------------------------------------------------------
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FilterBody(_Body):
+    """The CLI's filter options: --path, --tag, --field KEY=VALUE, --since, --until, --kind."""
+
+    path: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    fields: dict[str, str] = Field(default_factory=dict)
+    since: _dt.datetime | None = None
+    until: _dt.datetime | None = None
+    kinds: list[Literal["block", "note", "memory"]] = Field(default_factory=list)
+
+    def filters(self) -> Filters:
+        """Naive dates mean local time, as on the command line."""
+        return Filters(
+            path=self.path,
+            tags=tuple(self.tags),
+            frontmatter=self.fields,
+            modified_after=self.since.astimezone() if self.since else None,
+            modified_before=self.until.astimezone() if self.until else None,
+            kinds=tuple(self.kinds),
+        )
+
+
+class SelectBody(FilterBody):
+    query: str
+    k: int = Field(10, ge=1, le=1000)
+    no_vectors: bool = False
+    explain: bool = False
+
+
+class ContextBody(FilterBody):
+    query: str
+    budget: int | None = Field(None, ge=1)
+    model: str | None = None
+    k: int = Field(30, ge=1, le=1000)
+    no_vectors: bool = False
+
+
+class MemorySearchBody(_Body):
+    query: str
+    k: int = Field(10, ge=1, le=200)
+    tier: Tier | None = None
+    scope: str | None = None
+
+
+class MemoryAddBody(_Body):
+    text: str
+    tier: Tier = Tier.WORKSPACE
+    scope: str | None = None
+    kind: MemoryKind = MemoryKind.SEMANTIC
+    importance: float | None = Field(None, ge=0, le=1)
+
+
+class TouchBody(_Body):
+    note: str
+    kind: Literal["touch", "open"] = "touch"
+
+
+class IndexBody(_Body):
+    paths: list[str] | None = None
+    embed: bool | None = None
+
+
+async def read_body(request: Request, model: type[M], limit: int) -> M:
+    """The request's JSON body as `model`: 413 past `limit` bytes, 400 if not JSON, 422 if
+    the fields are wrong. The size is checked while reading, so a huge body is never held."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise RequestError(413, "PayloadTooLarge", f"request body exceeds {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestError(413, "PayloadTooLarge", f"request body exceeds {limit} bytes")
+        chunks.append(chunk)
+    try:
+        data = json.loads(b"".join(chunks) or b"{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RequestError(400, "BadJSON", f"request body is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise RequestError(400, "BadJSON", "request body must be a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _invalid(exc) from exc
+
+
+def _invalid(exc: ValidationError) -> RequestError:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "body"
+    return RequestError(422, "ValidationError", f"{where}: {first['msg']}")
+
+
+# --- middleware --------------------------------------------------------------------------
+
+
+class BearerAuth:
+    """Pure ASGI: every HTTP request outside `OPEN_PATHS` needs `Authorization: Bearer`."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS:
+            header = dict(scope["headers"]).get(b"authorization")
+            if not authorized(header, self.token):
+                response = _error(401, "Unauthorized", "missing or wrong bearer token")
+                response.headers["WWW-Authenticate"] = "Bearer"
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _error(status: int, error: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": error, "message": message}, status_code=status)
+
+
+# --- the app -----------------------------------------------------------------------------
+
+
+def create_app(
+    workspace: Workspace,
+    *,
+    token: str,
+    watcher: VaultWatcher | None = None,
+    allow_origin: str | None = None,
+    max_body: int = MAX_BODY_BYTES,
+) -> Starlette:
+    """The API for `workspace`. CORS stays closed unless `allow_origin` names one origin."""
+    ws = workspace
+    pid = os.getpid()
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"ok": True, "vault": str(ws.root), "pid": pid, "version": __version__})
+
+    async def status(request: Request) -> JSONResponse:
+        report = await run_in_threadpool(ws.status)
+        server = {
+            "pid": pid,
+            "watching": watcher is not None and watcher.running,
+            "watch_runs": watcher.runs if watcher else 0,
+            "watch_error": watcher.last_error if watcher else None,
+        }
+        return JSONResponse({**report.to_dict(), "server": server})
+
+    async def select(request: Request) -> JSONResponse:
+        body = await read_body(request, SelectBody, max_body)
+        selection = await run_in_threadpool(
+            lambda: ws.select(
+                body.query,
+                k=body.k,
+                filters=body.filters(),
+                use_vectors=not body.no_vectors,
+                explain=body.explain,
+            )
+        )
+        data = selection.contract()
+        data["diagnostics"]["server_pid"] = pid
+        return JSONResponse(data)
+
+    async def context(request: Request) -> JSONResponse:
+        body = await read_body(request, ContextBody, max_body)
+        session = await run_in_threadpool(
+            lambda: ws.context(
+                body.query,
+                budget_tokens=body.budget,
+                model=body.model,
+                k=body.k,
+                filters=body.filters(),
+                use_vectors=not body.no_vectors,
+            )
+        )
+        return JSONResponse(session.contract())
+
+    async def memory_search(request: Request) -> JSONResponse:
+        if request.method == "GET":
+            try:
+                body = MemorySearchBody.model_validate(dict(request.query_params))
+            except ValidationError as exc:
+                raise _invalid(exc) from exc
+        else:
+            body = await read_body(request, MemorySearchBody, max_body)
+        memories = await run_in_threadpool(
+            lambda: ws.memory.search(body.query, k=body.k, tier=body.tier, scope=body.scope)
+        )
+        return JSONResponse({"query": body.query, "memories": [m.to_dict() for m in memories]})
+
+    async def memory_add(request: Request) -> JSONResponse:
+        body = await read_body(request, MemoryAddBody, max_body)
+        memory = await run_in_threadpool(
+            lambda: ws.memory.add(
+                body.text,
+                tier=body.tier,
+                scope=body.scope,
+                kind=body.kind,
+                importance=body.importance,
+            )
+        )
+        return JSONResponse(memory.to_dict())
+
+    async def touch(request: Request) -> JSONResponse:
+        body = await read_body(request, TouchBody, max_body)
+        path = await run_in_threadpool(lambda: ws.touch(body.note, kind=body.kind))
+        return JSONResponse({"path": path, "touched": True})
+
+    async def index(request: Request) -> JSONResponse:
+        body = await read_body(request, IndexBody, max_body)
+        report = await run_in_threadpool(lambda: ws.index(embed=body.embed, paths=body.paths))
+        return JSONResponse(report.to_dict())
+
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_HOSTS)]
+    if allow_origin:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=[allow_origin],
+                allow_methods=["GET", "POST"],
+                allow_headers=["Authorization", "Content-Type"],
+            )
+        )
+    middleware.append(Middleware(BearerAuth, token=token))
+    return Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/status", status, methods=["GET"]),
+            Route("/select", select, methods=["POST"]),
+            Route("/context", context, methods=["POST"]),
+            Route("/memory/search", memory_search, methods=["GET", "POST"]),
+            Route("/memory/add", memory_add, methods=["POST"]),
+            Route("/touch", touch, methods=["POST"]),
+            Route("/index", index, methods=["POST"]),
+        ],
+        middleware=middleware,
+        exception_handlers=_exception_handlers(),
+    )
+
+
+def _exception_handlers() -> dict[Any, Callable[[Request, Exception], Awaitable[JSONResponse]]]:
+    async def request_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestError)
+        return _error(exc.status, exc.error, exc.message)
+
+    async def vaultctx_error(request: Request, exc: Exception) -> JSONResponse:
+        status = next((s for t, s in _STATUS.items() if isinstance(exc, t)), 400)
+        return _error(status, type(exc).__name__, str(exc))
+
+    return {RequestError: request_error, VaultctxError: vaultctx_error}

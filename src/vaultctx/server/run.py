@@ -1,0 +1,141 @@
+"""Run the API with uvicorn on 127.0.0.1, beside the vault watcher, and announce it.
+
+`LocalServer` owns the lifecycle a desktop app or `vaultctx serve` needs: bind a loopback
+port, warm the model and caches, start the watcher, write `<vault>/.vaultctx/server.json`
+so the CLI finds the server, and undo all of it on exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator
+
+import uvicorn
+
+from ..errors import VaultctxError
+from ..workspace import Workspace
+from ..workspace.watch import VaultWatcher
+from .app import MAX_BODY_BYTES, create_app
+from .auth import load_or_create_token, token_path
+from .client import ServerInfo, remove_server_file, write_server_file
+
+HOST = "127.0.0.1"
+_START_TIMEOUT_S = 30.0
+
+
+class LocalServer:
+    """The warm server of one workspace. `run()` blocks (the CLI); `start()` runs it in a
+    background thread and returns once it accepts connections (apps and tests)."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        port: int = 0,
+        watch: bool = True,
+        warm: bool = True,
+        allow_origin: str | None = None,
+        max_body: int = MAX_BODY_BYTES,
+    ) -> None:
+        self.workspace = workspace
+        self.watch = watch
+        self.warm = warm
+        self.token = load_or_create_token()
+        self._socket = _bind_loopback(port)
+        self.port: int = self._socket.getsockname()[1]
+        self.watcher: VaultWatcher | None = None
+        self._allow_origin = allow_origin
+        self._max_body = max_body
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def run(self) -> None:
+        """Serve until interrupted (Ctrl-C / SIGTERM), then stop the watcher and clean up."""
+        try:
+            if self.warm:
+                self._warm_up()
+            if self.watch:
+                self.watcher = self.workspace.watch()
+            app = create_app(
+                self.workspace,
+                token=self.token,
+                watcher=self.watcher,
+                allow_origin=self._allow_origin,
+                max_body=self._max_body,
+            )
+            app.router.lifespan_context = self._lifespan
+            config = uvicorn.Config(
+                app, log_level="warning", access_log=False, timeout_graceful_shutdown=2
+            )
+            self._server = uvicorn.Server(config)
+            self._server.run(sockets=[self._socket])
+        finally:
+            self._clean_up()
+            self._socket.close()
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: object) -> AsyncIterator[None]:
+        """Announce the server while it runs. Cleaning up here, not only in `run()`, matters:
+        on SIGTERM uvicorn re-raises the signal after shutdown, before `finally` can run."""
+        root = self.workspace.root
+        write_server_file(root, ServerInfo(self.port, os.getpid(), str(root), str(token_path())))
+        try:
+            yield
+        finally:
+            self._clean_up()
+
+    def _clean_up(self) -> None:
+        remove_server_file(self.workspace.root, os.getpid())
+        if self.watcher is not None:
+            self.watcher.stop()
+
+    def start(self) -> LocalServer:
+        self._thread = threading.Thread(target=self.run, name="vaultctx-serve", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while self._server is None or not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the vaultctx server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(_START_TIMEOUT_S)
+            self._thread = None
+
+    def __enter__(self) -> LocalServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _warm_up(self) -> None:
+        """Load the model, the vector matrix and the link graph before the first request."""
+        with contextlib.suppress(VaultctxError):  # not indexed yet: the watcher will index
+            self.workspace.select("warm up", k=1, use_vectors=self.workspace.config.embed)
+
+
+def _bind_loopback(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted sockets inherit this: without it, Nagle and delayed ACKs add ~40 ms to every
+    # second request on a keep-alive connection.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock

@@ -1,0 +1,54 @@
+"""Helpers for the memory tests: a vault with an index but no model, and a tiny fake
+embedder (hashed bag of words) so the hybrid path runs without loading a model."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vaultctx import Workspace
+
+DIM = 64
+
+
+class HashEmbedder:
+    """Deterministic unit vectors from word hashes: texts sharing words are near."""
+
+    name = "hash-test"
+    model_id = "hash-test"
+    dim = DIM
+
+    def __init__(self) -> None:
+        self.fail = False
+        self.calls = 0
+
+    def encode(self, texts: Sequence[str], *, batch_size: int | None = None) -> np.ndarray:
+        self.calls += 1
+        if self.fail:
+            raise RuntimeError("model exploded")
+        out = np.zeros((len(texts), DIM), np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+                out[row, int.from_bytes(digest, "little") % DIM] += 1.0
+            norm = np.linalg.norm(out[row])
+            if norm:
+                out[row] /= norm
+        return out
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self.encode([text])[0]
+
+
+def indexed_vault(root: Path) -> Workspace:
+    """A two-note vault indexed without embeddings: memory then uses token recall only."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "Bees.md").write_text("# Bees\nThe hives stand in the orchard.\n", encoding="utf-8")
+    (root / "Garden.md").write_text("# Garden\nTomatoes and beans.\n", encoding="utf-8")
+    ws = Workspace.open(root)
+    ws.index(embed=False)
+    return ws

@@ -1,0 +1,87 @@
+"""`vaultctx memory …` as a user runs it, and a real model's hybrid recall (slow)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memory_helpers import indexed_vault
+from vaultctx.cli import cli
+from vaultctx.memory import AgentMemoryFacade
+
+
+@pytest.fixture(autouse=True)
+def account_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "account"
+    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> str:
+    indexed_vault(tmp_path / "vault").close()
+    return str(tmp_path / "vault")
+
+
+def run(*args: str, input: str | None = None):
+    result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_memory_add_list_search_forget_round_trip(vault):
+    added = json.loads(run("memory", "add", "Rex is a beagle", "-V", vault, "--json").stdout)
+    assert added["tier"] == "workspace" and added["kind"] == "semantic"
+    run("memory", "add", "answer in bullet points", "--tier", "account", "--kind",
+        "procedural", "-V", vault)  # fmt: skip
+    listed = json.loads(run("memory", "list", "-V", vault, "--json").stdout)
+    assert {m["text"] for m in listed} == {"Rex is a beagle", "answer in bullet points"}
+    only = json.loads(run("memory", "list", "--tier", "account", "-V", vault, "--json").stdout)
+    assert [m["text"] for m in only] == ["answer in bullet points"]
+    found = json.loads(run("memory", "search", "beagle", "-V", vault, "--json").stdout)
+    assert found["memories"][0]["id"] == added["id"]
+    assert set(found["memories"][0]["scores"]) >= {"relevance", "importance", "recency"}
+    gone = json.loads(run("memory", "forget", added["id"], "-V", vault, "--json").stdout)
+    assert gone == {"forgotten": 1, "soft": False}
+    assert "beagle" not in run("memory", "list", "-V", vault).stdout
+
+
+def test_memory_export_then_import_into_another_vault(vault, tmp_path):
+    run("memory", "add", "the orchard has twelve hives", "-V", vault)
+    exported = run("memory", "export", "-V", vault).stdout
+    assert len(exported.splitlines()) == 1
+    other = tmp_path / "other"
+    indexed_vault(other).close()
+    result = run("memory", "import", "-V", str(other), "--json", input=exported)
+    assert json.loads(result.stdout) == {"imported": 1}
+    assert "twelve hives" in run("memory", "list", "-V", str(other)).stdout
+
+
+def test_a_conversation_memory_without_scope_is_one_clear_error(vault):
+    result = CliRunner().invoke(cli, ["memory", "add", "x", "--tier", "conversation", "-V", vault])
+    assert result.exit_code == 6
+    assert result.stderr.startswith("Error: a conversation memory needs a scope")
+
+
+@pytest.fixture(scope="module")
+def model():
+    from vaultctx.workspace.embeddings import Embedder
+
+    embedder = Embedder()
+    embedder.encode(["warm up"])
+    return embedder
+
+
+@pytest.mark.slow
+def test_a_real_model_recalls_a_paraphrase_token_recall_misses(tmp_path, model):
+    with AgentMemoryFacade(tmp_path / "m.db", vault_scope="v", user="u", embedder=model) as mem:
+        fact = mem.add("Caroline adopted a puppy last spring.")
+        mem.add("The orchard hives were treated for varroa mites.")
+        assert mem.search("Which dog did she get?", kinds=["semantic"], k=1)[0].id == fact.id
+        ctx = mem.retrieve_for_turn("Which dog did she get?", session_id="s")
+        assert ctx.diagnostics["retrieval_path"] == "hybrid_rrf"
+        again = mem.add("Caroline adopted a puppy in the spring.")
+        assert again.id == fact.id  # near-duplicate by embedding: merged

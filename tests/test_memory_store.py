@@ -1,0 +1,148 @@
+"""Memory storage: tiers, merging, forgetting for real, export/import, scratchpad, schema."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memory_helpers import HashEmbedder
+from vaultctx.errors import ConfigError
+from vaultctx.memory import AgentMemoryFacade, MemoryKind, Tier
+from vaultctx.memory.migrations import SCHEMA_VERSION
+
+
+@pytest.fixture(autouse=True)
+def account_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Account memory goes to tmp, never to the real user data directory."""
+    path = tmp_path / "account"
+    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def memory(tmp_path: Path):
+    facade = AgentMemoryFacade(tmp_path / "idx" / "memory.db", vault_scope="vault", user="ana")
+    yield facade
+    facade.close()
+
+
+def test_a_memory_keeps_its_tier_scope_kind_scores_and_provenance(memory):
+    m = memory.add(
+        "Caroline adopted a dog named Rex in May 2023.",
+        tier="channel",
+        scope="locomo-1",
+        created_at="2023-05-08T13:56:00",
+        source={"session_id": "session_1", "turns": ["D1:3"], "speaker": "Caroline"},
+    )
+    assert (m.tier, m.scope, m.kind) == (Tier.CHANNEL, "locomo-1", MemoryKind.SEMANTIC)
+    assert m.created.date() == dt.date(2023, 5, 8)
+    assert m.source.turns == ("D1:3",) and m.source.speaker == "Caroline"
+    assert 0.0 <= m.importance <= 1.0 and "rex" in m.themes
+    assert memory.get(m.id) == m
+    assert m.to_dict()["created_at"] == "2023-05-08T13:56:00+00:00"
+
+
+def test_the_same_summary_and_themes_update_instead_of_inserting(memory):
+    first = memory.add("The hives stand in the orchard.", importance=0.2)
+    second = memory.add("The hives stand in the orchard.", importance=0.9)
+    assert second.id == first.id
+    assert second.importance == 0.9  # the stronger signal wins
+    assert len(memory.list()) == 1
+
+
+def test_an_upsert_key_updates_one_memory_and_keeps_all_provenance(memory):
+    a = memory.add("Plan: paint the hives", key="plan", source={"turns": ["1"]})
+    b = memory.add("Plan: paint and move the hives", key="plan", source={"turns": ["2"]})
+    assert a.id == b.id and b.text.endswith("move the hives")
+    assert b.source.turns == ("1", "2")
+
+
+def test_nearly_identical_facts_merge_by_embedding_but_events_do_not(tmp_path):
+    with AgentMemoryFacade(
+        tmp_path / "memory.db", vault_scope="v", user="u", embedder=HashEmbedder()
+    ) as memory:
+        a = memory.add("the queen bee of hive three is marked blue", summary="a")
+        b = memory.add("The queen bee of hive three is marked blue!", summary="b")
+        assert a.id == b.id
+        e1 = memory.add("we inspected hive three", kind="episodic", summary="x")
+        e2 = memory.add("We inspected hive three.", kind="episodic", summary="y")
+        assert e1.id != e2.id
+
+
+def test_conversation_and_channel_memories_need_their_scope(memory):
+    with pytest.raises(ConfigError):
+        memory.add("something", tier="conversation")
+    assert memory.add("something", tier="conversation", scope="s1").scope == "s1"
+
+
+def test_account_memories_live_in_the_account_directory_only_once_written(memory, account_dir):
+    memory.add("A workspace fact about hives.")
+    assert not (account_dir / "account-memory.db").exists()
+    m = memory.add("I am allergic to bee stings.", tier="account")
+    assert (account_dir / "account-memory.db").exists()
+    assert m.scope == "ana"
+    assert [x.id for x in memory.list(tier="account")] == [m.id]
+
+
+def test_forget_erases_the_row_its_indexed_text_and_its_vector(tmp_path):
+    path = tmp_path / "memory.db"
+    with AgentMemoryFacade(path, vault_scope="v", user="u", embedder=HashEmbedder()) as memory:
+        secret = memory.add("my bank pin is zebracrossing4711")
+        memory.add("the orchard has twelve hives")
+        assert memory.forget(secret.id) == 1
+        assert memory.get(secret.id) is None
+        assert memory.search("zebracrossing4711") == []
+        counts = memory.repo.connect().execute(
+            "SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM memory_vectors)"
+        )
+        assert counts.fetchone() == (1, 1)
+    for suffix in ("", "-wal"):
+        file = Path(f"{path}{suffix}")
+        if file.exists():
+            assert b"zebracrossing4711" not in file.read_bytes()
+
+
+def test_soft_forget_hides_a_memory_and_a_new_write_restores_it(memory):
+    m = memory.add("the shed key is under the pot")
+    assert memory.forget([m.id], soft=True) == 1
+    assert memory.list() == [] and memory.search("shed key") == []
+    assert memory.add("the shed key is under the pot").id == m.id
+    assert [x.id for x in memory.list()] == [m.id]
+
+
+def test_export_then_import_into_another_store_keeps_ids_times_and_provenance(memory, tmp_path):
+    memory.add("Rex is a beagle", created_at="2022-01-02", source={"turns": ["D1:1"]})
+    memory.add("answer in bullet points", tier="account", kind="procedural")
+    records = memory.export()
+    with AgentMemoryFacade(tmp_path / "other.db", vault_scope="vault", user="ana") as other:
+        assert other.import_(records) == 2
+        assert other.import_(records) == 2  # idempotent: same ids update
+        assert sorted(r["id"] for r in other.export()) == sorted(r["id"] for r in records)
+        rex = next(m for m in other.list() if "Rex" in m.text)
+        assert rex.created.year == 2022 and rex.source.turns == ("D1:1",)
+
+
+def test_the_scratchpad_holds_working_notes_per_conversation(memory):
+    pad = memory.scratchpad
+    pad.write("s1", "plan", "1. inspect hives")
+    pad.write("s1", "plan", "1. inspect hives 2. feed")
+    pad.write("s2", "plan", "other")
+    assert pad.read("s1", "plan") == "1. inspect hives 2. feed"
+    assert pad.items("s1") == {"plan": "1. inspect hives 2. feed"}
+    assert pad.delete("s1") == 1 and pad.read("s1", "plan") is None
+    assert pad.read("s2", "plan") == "other"
+
+
+def test_the_memory_database_is_migrated_wal_and_reopens(tmp_path):
+    path = tmp_path / "memory.db"
+    with AgentMemoryFacade(path, vault_scope="v", user="u") as memory:
+        memory.add("first")
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+    with AgentMemoryFacade(path, vault_scope="v", user="u") as memory:
+        assert [m.text for m in memory.list()] == ["first"]

@@ -1,0 +1,325 @@
+"""The warm local server over real HTTP on 127.0.0.1: auth, limits, errors, concurrency, and
+the CLI finding it (and falling back when it is gone)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from vaultctx import Workspace
+from vaultctx.cli import cli
+from vaultctx.config import CONFIG_DIRNAME
+from vaultctx.server.client import SERVER_FILE, read_server_file, request_server
+from vaultctx.server.run import LocalServer
+
+NOTES = {
+    "Hives/Varroa.md": "# Varroa\n\nVarroa mites weaken the colony; count them in August.\n",
+    "Hives/Feeding.md": "# Feeding\n\nFeed sugar syrup in autumn. See [[Varroa]].\n",
+    "Garden/Tomatoes.md": "---\ntags: [garden]\n---\n# Tomatoes\n\nStake tomatoes early.\n",
+}
+
+
+@pytest.fixture
+def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "config"
+    monkeypatch.setenv("VAULTCTX_CONFIG_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def workspace(make_vault: Callable[..., Path], config_dir: Path) -> Iterator[Workspace]:
+    ws = Workspace.open(make_vault(NOTES), {"embed": False})
+    ws.index()
+    yield ws
+    ws.close()
+
+
+@pytest.fixture
+def server(workspace: Workspace) -> Iterator[LocalServer]:
+    with LocalServer(workspace, watch=False, warm=False) as running:
+        yield running
+
+
+def call(
+    server: LocalServer,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    token: str | None = "",
+    raw: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, str], Any]:
+    """One request; `token=""` means the server's own token, None means no header."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    sent = dict(headers or {})
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token or server.token}"
+    payload = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    if payload is not None:
+        sent.setdefault("Content-Type", "application/json")
+    try:
+        conn.request(method, path, body=payload, headers=sent)
+        response = conn.getresponse()
+        data = response.read()
+        is_json = response.getheader("content-type", "").startswith("application/json")
+        return response.status, dict(response.getheaders()), json.loads(data) if is_json else data
+    finally:
+        conn.close()
+
+
+def test_health_needs_no_token_and_names_the_vault(server: LocalServer) -> None:
+    status, _, body = call(server, "GET", "/health", token=None)
+    assert status == 200
+    assert body["vault"] == str(server.workspace.root)
+    assert body["pid"] == os.getpid()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("GET", "/status", None),
+        ("POST", "/select", {"query": "varroa"}),
+        ("POST", "/touch", {"note": "Varroa"}),
+        ("POST", "/index", {}),
+    ],
+)
+def test_every_other_route_requires_the_bearer_token(
+    server: LocalServer, method: str, path: str, body: Any
+) -> None:
+    assert call(server, method, path, body, token=None)[0] == 401
+    status, headers, error = call(server, method, path, body, token="not-the-token")
+    assert status == 401
+    assert headers["www-authenticate"] == "Bearer"
+    assert error["error"] == "Unauthorized"
+    assert call(server, method, path, body)[0] == 200
+
+
+def test_token_is_created_once_with_owner_only_permissions(
+    server: LocalServer, config_dir: Path, workspace: Workspace
+) -> None:
+    token_file = config_dir / "token"
+    assert token_file.read_text().strip() == server.token
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    with LocalServer(workspace, watch=False, warm=False) as second:
+        assert second.token == server.token
+
+
+def test_select_answers_with_the_same_contract_as_the_api(
+    server: LocalServer, workspace: Workspace
+) -> None:
+    status, _, body = call(
+        server, "POST", "/select", {"query": "varroa mites", "k": 5, "no_vectors": True}
+    )
+    assert status == 200
+    expected = workspace.select("varroa mites", k=5, use_vectors=False).contract()
+    assert [c["id"] for c in body["candidates"]] == [c["id"] for c in expected["candidates"]]
+    assert body["candidates"][0]["path"] == "Hives/Varroa.md"
+    assert body["diagnostics"]["server_pid"] == os.getpid()
+
+
+def test_select_takes_the_cli_filters(server: LocalServer) -> None:
+    body = {"query": "stake tomatoes varroa", "no_vectors": True, "tags": ["garden"]}
+    status, _, answer = call(server, "POST", "/select", body)
+    assert status == 200
+    assert {c["path"] for c in answer["candidates"]} == {"Garden/Tomatoes.md"}
+    body = {"query": "varroa feeding", "no_vectors": True, "path": "Hives", "kinds": ["block"]}
+    _, _, answer = call(server, "POST", "/select", body)
+    assert answer["candidates"]
+    assert all(c["path"].startswith("Hives/") for c in answer["candidates"])
+
+
+def test_bad_json_is_400(server: LocalServer) -> None:
+    status, _, body = call(server, "POST", "/select", raw=b"{not json")
+    assert status == 400
+    assert body["error"] == "BadJSON"
+    assert call(server, "POST", "/select", raw=b"[1, 2]")[0] == 400
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [({"query": "x", "k": 0}, "k"), ({"query": "x", "colour": "red"}, "colour"), ({}, "query")],
+)
+def test_invalid_fields_are_422_with_a_clear_message(
+    server: LocalServer, body: dict, where: str
+) -> None:
+    status, _, error = call(server, "POST", "/select", body)
+    assert status == 422
+    assert error["error"] == "ValidationError"
+    assert error["message"].startswith(where)
+
+
+def test_library_errors_keep_their_type(server: LocalServer) -> None:
+    status, _, error = call(server, "POST", "/select", {"query": "   "})
+    assert (status, error["error"]) == (422, "InvalidQuery")
+    status, _, error = call(server, "POST", "/touch", {"note": "No Such Note"})
+    assert (status, error["error"]) == (404, "NoteNotFound")
+
+
+def test_oversized_bodies_are_413(workspace: Workspace) -> None:
+    with LocalServer(workspace, watch=False, warm=False, max_body=1024) as small:
+        big = {"query": "x" * 2000}
+        assert call(small, "POST", "/select", big)[0] == 413
+        # Without a Content-Length (chunked), the limit holds while reading.
+        chunks = iter([json.dumps(big).encode()])
+        conn = http.client.HTTPConnection("127.0.0.1", small.port, timeout=10)
+        conn.request(
+            "POST",
+            "/select",
+            body=chunks,
+            headers={"Authorization": f"Bearer {small.token}"},
+            encode_chunked=True,
+        )
+        assert conn.getresponse().status == 413
+        conn.close()
+
+
+def test_foreign_host_headers_are_refused(server: LocalServer) -> None:
+    """A DNS-rebinding page reaches 127.0.0.1 under its own host name."""
+    status, _, _ = call(server, "GET", "/health", token=None, headers={"Host": "evil.example"})
+    assert status == 400
+
+
+def test_cors_is_closed_by_default_and_opens_for_one_origin(
+    server: LocalServer, workspace: Workspace
+) -> None:
+    origin = {"Origin": "app://notes"}
+    _, headers, _ = call(server, "GET", "/status", headers=origin)
+    assert "access-control-allow-origin" not in headers
+    with LocalServer(workspace, watch=False, warm=False, allow_origin="app://notes") as open_:
+        _, headers, _ = call(open_, "GET", "/status", headers=origin)
+        assert headers["access-control-allow-origin"] == "app://notes"
+        preflight = {**origin, "Access-Control-Request-Method": "POST"}
+        status, headers, _ = call(open_, "OPTIONS", "/select", token=None, headers=preflight)
+        assert status == 200
+        _, headers, _ = call(open_, "GET", "/status", headers={"Origin": "https://evil.example"})
+        assert "access-control-allow-origin" not in headers
+
+
+def test_status_touch_and_index(server: LocalServer) -> None:
+    status, _, body = call(server, "GET", "/status")
+    assert status == 200
+    assert body["notes"] == 3
+    assert body["server"]["watching"] is False
+    assert call(server, "POST", "/touch", {"note": "Varroa"})[2] == {
+        "path": "Hives/Varroa.md",
+        "touched": True,
+    }
+    (server.workspace.root / "New.md").write_text("# New\n\nQuokka notes.\n")
+    _, _, report = call(server, "POST", "/index", {"paths": ["New.md"]})
+    assert report["added"] == 1
+
+
+def test_concurrent_clients_all_succeed_and_agree(server: LocalServer) -> None:
+    queries = ["varroa mites", "sugar syrup autumn", "stake tomatoes"] * 8
+
+    def one(query: str) -> list[str]:
+        status, _, body = call(server, "POST", "/select", {"query": query, "no_vectors": True})
+        assert status == 200
+        return [c["id"] for c in body["candidates"]]
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(one, queries))
+    for query, result in zip(queries, results, strict=True):
+        assert result == results[queries.index(query)]
+        assert result
+
+
+def test_server_file_announces_the_server_and_goes_away(workspace: Workspace) -> None:
+    assert SERVER_FILE.parts[0] == CONFIG_DIRNAME
+    with LocalServer(workspace, watch=False, warm=False) as running:
+        info = read_server_file(workspace.root)
+        assert info is not None
+        assert (info.port, info.pid) == (running.port, os.getpid())
+        assert running.token not in (workspace.root / SERVER_FILE).read_text()
+    assert read_server_file(workspace.root) is None
+
+
+def _cli_select(vault: Path, *args: str) -> dict:
+    result = CliRunner().invoke(
+        cli, ["select", "varroa mites", "--no-vectors", "-V", str(vault), "--json", *args]
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_cli_select_uses_a_running_server_and_falls_back_without_one(
+    workspace: Workspace,
+) -> None:
+    with LocalServer(workspace, watch=False, warm=False):
+        served = _cli_select(workspace.root)
+        assert served["diagnostics"]["server_pid"] == os.getpid()
+    local = _cli_select(workspace.root)
+    assert "server_pid" not in local["diagnostics"]
+    assert [c["id"] for c in local["candidates"]] == [c["id"] for c in served["candidates"]]
+
+
+def test_cli_falls_back_on_a_stale_server_file(workspace: Workspace) -> None:
+    with LocalServer(workspace, watch=False, warm=False):
+        stale = (workspace.root / SERVER_FILE).read_text()
+    (workspace.root / SERVER_FILE).write_text(stale)  # the server was killed -9
+    assert request_server(workspace.root, "POST", "/select", {"query": "varroa"}) is None
+    assert _cli_select(workspace.root)["candidates"]
+
+
+def test_cli_reports_server_side_errors_like_local_ones(server: LocalServer) -> None:
+    result = CliRunner().invoke(cli, ["select", "  ", "-V", str(server.workspace.root)])
+    assert result.exit_code == 8  # InvalidQuery
+    assert "empty" in result.output
+
+
+def test_cli_against_the_server_imports_nothing_heavy(server: LocalServer) -> None:
+    """The warm path's promise: no pydantic, numpy, rich or torch in the CLI process."""
+    probe = (
+        "import sys, json\n"
+        "sys.argv = ['vaultctx', 'select', 'varroa mites', '--json', '-V', sys.argv[1]]\n"
+        "from vaultctx.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = {'pydantic', 'numpy', 'rich', 'torch', 'starlette'}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(server.workspace.root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    answer, loaded = done.stdout.strip().splitlines()
+    assert json.loads(answer)["diagnostics"]["server_pid"] == os.getpid()
+    assert json.loads(loaded) == []
+
+
+def test_context_answers_with_the_session_context_contract(server: LocalServer) -> None:
+    body = {"query": "varroa mites", "budget": 200, "no_vectors": True, "path": "Hives"}
+    status, _, session = call(server, "POST", "/context", body)
+    assert status == 200
+    assert session["budget"] == 200
+    assert session["token_count"] <= 200
+    assert session["items"]
+    assert session["gate"] == "deterministic"
+
+
+def test_memory_add_then_search(server: LocalServer) -> None:
+    status, _, added = call(
+        server, "POST", "/memory/add", {"text": "The hives stand at the orchard gate."}
+    )
+    assert status == 200
+    assert "orchard" in added["text"]
+    _, _, found = call(server, "POST", "/memory/search", {"query": "where are the hives"})
+    assert [m["text"] for m in found["memories"]][:1] == [added["text"]]
+    status, _, by_get = call(server, "GET", "/memory/search?query=orchard&k=3")
+    assert status == 200
+    assert by_get["memories"][0]["id"] == added["id"]
+    assert call(server, "POST", "/memory/add", {"text": "x", "tier": "nowhere"})[0] == 422
