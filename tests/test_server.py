@@ -265,6 +265,23 @@ def test_cli_select_uses_a_running_server_and_falls_back_without_one(
     assert [c["id"] for c in local["candidates"]] == [c["id"] for c in served["candidates"]]
 
 
+def test_cli_context_uses_a_running_server_with_the_same_result(workspace: Workspace) -> None:
+    def cli_context() -> dict:
+        result = CliRunner().invoke(
+            cli, ["context", "varroa", "-V", str(workspace.root), "--json", "--no-vectors"]
+        )
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)
+
+    with LocalServer(workspace, watch=False, warm=False):
+        served = cli_context()
+    assert served["diagnostics"]["server_pid"] == os.getpid()
+    local = cli_context()
+    assert "server_pid" not in local["diagnostics"]
+    assert served["context_hash"] == local["context_hash"]
+    assert served["items"] and served["gate"] == "deterministic"
+
+
 def test_cli_falls_back_on_a_stale_server_file(workspace: Workspace) -> None:
     with LocalServer(workspace, watch=False, warm=False):
         stale = (workspace.root / SERVER_FILE).read_text()

@@ -15,7 +15,7 @@ from ..pipeline.context import SessionContext
 from . import cli
 from .common import json_option, open_workspace, vault_option
 from .output import console, emit_json
-from .select_cmds import build_filters, filter_options
+from .select_cmds import build_filters, filter_body, filter_options
 
 
 @cli.command()
@@ -43,7 +43,27 @@ def context(
     as_json: bool,
     **filter_args,
 ) -> None:
-    """The context an agent would get for QUERY: select, then trim to the token budget."""
+    """The context an agent would get for QUERY: select, then trim to the token budget.
+
+    Uses a `vaultctx serve` running for the vault when there is one, else runs in-process.
+    """
+    from ..server.client import request_server
+
+    body = {
+        "query": query,
+        "budget": budget,
+        "model": model,
+        "k": k,
+        "no_vectors": no_vectors,
+        **filter_body(**filter_args),
+    }
+    contract = request_server(vault, "POST", "/context", body)
+    if contract is not None:
+        if as_json:
+            emit_json(contract)
+        else:
+            render_context(SessionContext.model_validate(contract))
+        return
     filters = build_filters(**filter_args)
     with open_workspace(vault) as ws:
         session = ws.context(

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .models import CandidateKind, Source
+from .models import CandidateKind, Source, item_contract
 
 GateName = Literal["llm", "deterministic"]
 
@@ -37,22 +37,8 @@ class ContextItem(BaseModel):
 
     def contract(self) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "kind": self.kind,
-            "path": self.path,
-            "title": self.title,
-            "heading": self.heading,
-            "heading_path": self.heading_path,
-            "text": self.text,
-            "score": round(self.score, 6),
+            **item_contract(self),
             "reason": self.reason,
-            "sources": {
-                name: {"rank": s.rank, "score": round(s.score, 6)}
-                for name, s in sorted(self.sources.items())
-            },
-            "tokens": self.tokens,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
             "merged": list(self.merged),
             "truncated": self.truncated,
         }

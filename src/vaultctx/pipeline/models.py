@@ -43,23 +43,30 @@ class Candidate(BaseModel):
     def contract(self) -> dict[str, Any]:
         """The stable JSON shape documented in DESIGN.md (plus a few extra fields)."""
         return {
-            "id": self.id,
-            "kind": self.kind,
-            "path": self.path,
-            "title": self.title,
-            "heading": self.heading,
-            "heading_path": self.heading_path,
-            "text": self.text,
-            "score": round(self.score, 6),
-            "sources": {
-                name: {"rank": s.rank, "score": round(s.score, 6)}
-                for name, s in sorted(self.sources.items())
-            },
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "tokens": self.tokens,
+            **item_contract(self),
             **({"metadata": self.metadata} if self.metadata else {}),
         }
+
+
+def item_contract(item: Any) -> dict[str, Any]:
+    """The JSON fields a select candidate and a context item share, rounded for stable bytes."""
+    return {
+        "id": item.id,
+        "kind": item.kind,
+        "path": item.path,
+        "title": item.title,
+        "heading": item.heading,
+        "heading_path": item.heading_path,
+        "text": item.text,
+        "score": round(item.score, 6),
+        "sources": {
+            name: {"rank": s.rank, "score": round(s.score, 6)}
+            for name, s in sorted(item.sources.items())
+        },
+        "start_line": item.start_line,
+        "end_line": item.end_line,
+        "tokens": item.tokens,
+    }
 
 
 class NoteHit(BaseModel):

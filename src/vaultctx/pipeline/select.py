@@ -25,7 +25,7 @@ from .filters import allowed_notes
 from .fusion import Hit, rrf_fuse
 from .graphwalk import LinkGraphStore, context_seeds, walk
 from .models import Candidate, Filters, Selection, Source
-from .vectors import VectorStore
+from .vectors import VectorStore, dot_rows
 
 if TYPE_CHECKING:
     from ..workspace.core import Workspace
@@ -375,7 +375,7 @@ class Selector:
             matrix = self.vectors.get(conn, generation, model)
             rows = matrix.rows_for_notes(np.asarray(missing, dtype=np.int64))
             if rows.size:
-                sims = matrix.matrix[rows] @ query_vector
+                sims = dot_rows(matrix.matrix[rows], query_vector)
                 for row in rows[np.argsort(-sims, kind="stable")].tolist():
                     note = int(matrix.note_ids[row])
                     anchors.setdefault(note, f"block:{int(matrix.block_ids[row])}")

@@ -248,7 +248,9 @@ def create_app(
                 use_vectors=not body.no_vectors,
             )
         )
-        return JSONResponse(session.contract())
+        data = session.contract()
+        data["diagnostics"]["server_pid"] = pid
+        return JSONResponse(data)
 
     async def memory_search(request: Request) -> JSONResponse:
         if request.method == "GET":
