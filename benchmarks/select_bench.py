@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -103,8 +104,17 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=240)
     parser.add_argument("--real-vectors", action="store_true")
     parser.add_argument("--workdir")
+    parser.add_argument("--build-only", type=int, metavar="SIZE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     work = Path(args.workdir or Path(tempfile.gettempdir()) / "vaultctx-bench" / "select")
+    if args.build_only:
+        build(
+            work / f"{args.build_only}{'-real' if args.real_vectors else ''}",
+            args.build_only,
+            Embedder(),
+            args.real_vectors,
+        )
+        return 0
     queries = generate_queries(args.queries, seed=1)
     floor_queries = generate_queries(args.queries, seed=2)
     print(
@@ -117,7 +127,9 @@ def main() -> int:
     for size in args.sizes:
         root = work / f"{size}{'-real' if args.real_vectors else ''}"
         started = time.perf_counter()
-        build(root, size, embedder, args.real_vectors)
+        # Built in a child process, so peak RSS below is that of a process serving selects.
+        command = [sys.executable, __file__, "--build-only", str(size), "--workdir", str(work)]
+        subprocess.run(command + (["--real-vectors"] if args.real_vectors else []), check=True)
         print(f"\n== {size:,} blocks (vault ready in {time.perf_counter() - started:.1f} s)")
         m = measure(root, embedder, queries, floor_queries)
         print(

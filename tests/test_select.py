@@ -334,3 +334,16 @@ def test_real_model_ranks_by_meaning(example_vault: Path, embedder):
     assert selection.diagnostics["retrieval_path"] == "hybrid_rrf"
     assert selection.diagnostics["vector_feedback"] > 0
     assert "Reference/Swarming.md" in [n.path for n in selection.notes()]
+
+
+def test_large_matrices_are_scored_in_two_halves_with_the_same_result():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from vaultctx.pipeline.vectors import SPLIT_ROWS, dot_rows
+
+    rng = np.random.default_rng(0)
+    matrix = rng.standard_normal((SPLIT_ROWS + 7, 16)).astype(np.float32)
+    vector = rng.standard_normal(16).astype(np.float32)
+    with ThreadPoolExecutor(1) as helper:
+        halves = dot_rows(matrix, vector, helper)
+    np.testing.assert_allclose(halves, matrix @ vector, rtol=1e-5, atol=1e-5)

@@ -18,11 +18,15 @@ from .errors import (
     LLMTimeout,
     NoteNotFound,
     NotIndexed,
+    PathOutsideVault,
+    PermissionDenied,
+    SessionNotFound,
     VaultctxError,
     VaultNotFound,
 )
 
 if TYPE_CHECKING:
+    from .agent import TurnResult
     from .config import Config
     from .llm import LLMSettings
     from .pipeline.context import ContextItem, SessionContext
@@ -39,6 +43,7 @@ _LAZY = {
     "LLMSettings": ".llm",
     "ContextItem": ".pipeline.context",
     "SessionContext": ".pipeline.context",
+    "TurnResult": ".agent",
 }
 
 
@@ -74,7 +79,11 @@ __all__ = [
     "LLMTimeout",
     "NotIndexed",
     "NoteNotFound",
+    "PathOutsideVault",
+    "PermissionDenied",
     "SessionContext",
+    "SessionNotFound",
+    "TurnResult",
     "VaultNotFound",
     "VaultctxError",
     "Workspace",

@@ -30,6 +30,9 @@ LAZY_COMMANDS = {
     "serve": "serve_cmds",
     "mcp": "serve_cmds",
     "memory": "memory_cmds",
+    "ask": "agent_cmds",
+    "chat": "agent_cmds",
+    "sessions": "agent_cmds",
 }
 
 

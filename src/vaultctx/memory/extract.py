@@ -219,5 +219,14 @@ def extend_arc(previous: Memory | None, turn: Turn, points: Sequence[str] = ()) 
     )
 
 
+def arc_turns(previous: Memory | None, turn: Turn, arc: Observation) -> tuple[str, ...]:
+    """The turns an arc's points came from: one per point, oldest dropped with its point."""
+    turns = () if previous is None else previous.source.turns
+    old_points = [] if previous is None else _arc_points(previous.text)
+    if turn.turn_id is not None and summarize(turn.user, 120) not in old_points:
+        turns = (*turns, turn.turn_id)
+    return turns[-len(_arc_points(arc.text)) :]
+
+
 def _arc_points(text: str) -> list[str]:
     return [line[2:] for line in text.splitlines() if line.startswith("- ")]

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,13 @@ import numpy as np
 from ..errors import ConfigError
 from . import extract as ex
 from .models import Memory, MemoryContext, MemoryKind, MemorySource, Observation, Tier, to_timestamp
-from .retrieval import MemoryRetriever, dedupe_episodes, hybrid_search, now_ms
+from .retrieval import (
+    MemoryRetriever,
+    dedupe_episodes,
+    dedupe_moments,
+    hybrid_search,
+    now_ms,
+)
 from .scratchpad import ScratchpadRepository
 from .store import MemoryDraft, MemoryRepository, Scope
 from .writer import BackgroundWriter
@@ -353,12 +359,14 @@ class AgentMemoryFacade:
             repo = self._repo_for(arc_tier)
             found = repo.list([(arc_tier, arc_scope)], key_prefix=key, limit=1) if repo else []
             previous = next((m for m in found if m.key == key), None)
-        arc = self._draft(ex.extend_arc(previous, turn), turn, job.tier, source)
+        observation = ex.extend_arc(previous, turn)
+        arc_source = source.model_copy(update={"turns": ex.arc_turns(previous, turn, observation)})
+        arc = replace(self._draft(observation, turn, job.tier, arc_source), whole_source=True)
         arcs[(arc_tier, arc_scope, key)] = Memory(
             id="pending", tier=arc_tier, scope=arc_scope, kind=arc.kind, text=arc.text,
             summary=arc.summary, themes=arc.themes, importance=arc.importance,
             created_at=arc.created_at, updated_at=arc.created_at,
-            last_accessed=arc.created_at, key=key,
+            last_accessed=arc.created_at, source=arc_source, key=key,
         )  # fmt: skip
         return [*drafts, arc]
 
@@ -480,19 +488,23 @@ class AgentMemoryFacade:
         first_turn: bool = False,
         k: int = DEFAULT_TURN_K,
         now: Any = None,
+        refresh: bool = True,
     ) -> MemoryContext:
         """Everything memory gives one turn: facts and episodes for `query` (deduped),
         the user's procedural rules (always, not by query), on a session's first turn the
-        latest episodic arc of an earlier session, and the design's diagnostics."""
+        latest episodic arc of an earlier session, and the design's diagnostics.
+        `refresh=False` leaves access times alone: a replay or an evaluation must not
+        change what it measures."""
         started = time.perf_counter()
         at = to_timestamp(now, time.time())
         visible = self._visible(session_id, channel)
         found, path = self._search(
-            query, k=k * 2, kinds=(MemoryKind.SEMANTIC, MemoryKind.EPISODIC),
+            query, k=k * 3, kinds=(MemoryKind.SEMANTIC, MemoryKind.EPISODIC),
             session_id=session_id, channel=channel, now=at,
         )  # fmt: skip
         catch_up = self._catch_up(session_id, channel) if first_turn else None
-        entries = [m for m in dedupe_episodes(found) if catch_up is None or m.id != catch_up.id]
+        found = dedupe_moments(dedupe_episodes(found))
+        entries = [m for m in found if catch_up is None or m.id != catch_up.id]
         entries = entries[:k]
         rules = self._rules(visible)
         targets = self._targets(visible)
@@ -508,7 +520,7 @@ class AgentMemoryFacade:
             "catch_up": catch_up is not None,
         }
         accessed = [m.id for m in entries] + ([catch_up.id] if catch_up else [])
-        if accessed:  # after the clock stops: the refresh is written in the background
+        if accessed and refresh:  # after the clock stops: the refresh is written in the background
             self._writer.submit(_TouchJob(tuple(accessed), at))
         return MemoryContext(
             entries=entries, procedural_rules=rules, catch_up=catch_up, diagnostics=diagnostics

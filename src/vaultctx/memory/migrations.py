@@ -76,7 +76,13 @@ def m001_initial() -> str:
     """
 
 
-MIGRATIONS: tuple[Migration, ...] = (m001_initial,)
+def m002_turn_order() -> str:
+    """Memories of a scope in the order they were formed: a recalled turn finds its
+    neighbours in the session without a scan."""
+    return "CREATE INDEX memories_formed ON memories(tier, scope, kind, created_at);"
+
+
+MIGRATIONS: tuple[Migration, ...] = (m001_initial, m002_turn_order)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

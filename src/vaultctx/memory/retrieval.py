@@ -10,6 +10,7 @@ so a replayed history decays relative to its own time.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +22,8 @@ from ..pipeline.fusion import DEFAULT_RRF_K, Hit, rrf_fuse
 from ..pipeline.models import Candidate
 from ..pipeline.select import RetrievalRequest
 from .models import Memory, MemoryKind, Tier
-from .store import MemoryRepository, Scope
+from .store import MemoryRepository, Scope, ScoreRow
+from .temporal import Window, time_window
 
 DEPTH = 50
 # A vector-only hit this dissimilar is noise, however high it ranks among few memories.
@@ -32,6 +34,14 @@ BASE = 0.6
 W_IMPORTANCE = 0.2
 W_RECENCY = 0.2
 DAY = 86400.0
+# A memory formed in the window of time the query names ("in May 2023"), or said by a person
+# the query names, is more likely what it asks about: its score is raised by this share.
+TIME_BOOST = 0.5
+# Each of the EXPAND best memories pulls in its session's adjacent turns at this share of
+# its own score.
+EXPAND = 8
+NEIGHBOUR_SHARE = 0.7
+SPEAKER_BOOST = 0.2
 
 HYBRID = "hybrid_rrf"
 TOKEN_RECALL = "token_recall"
@@ -91,10 +101,16 @@ def hybrid_search(
     if use_vectors and query_vector is None and embed is not None:
         pending = pool.submit(embed, query) if pool is not None else None
 
+    window = time_window(query, now)
     token_hits: list[tuple[str, float]] = []
+    timely: list[tuple[str, float]] = []
     for i, (repo, scopes) in enumerate(targets):
         token_hits += [(f"{i}:{r}", s) for r, s in repo.token_recall(query, scopes, kinds, DEPTH)]
+        if window is not None:
+            found = repo.token_recall(query, scopes, kinds, DEPTH, window=window)
+            timely += [(f"{i}:{r}", s) for r, s in found]
     token_hits.sort(key=lambda h: (-h[1], h[0]))
+    timely.sort(key=lambda h: (-h[1], h[0]))
 
     failure: Exception | None = None
     if use_vectors:
@@ -110,9 +126,35 @@ def hybrid_search(
     ranked = {"token_recall": [Hit(key, s) for key, s in token_hits[:DEPTH]]}
     if vector_hits:
         ranked["embedding"] = [Hit(key, s) for key, s in vector_hits]
-    memories = _score(targets, ranked, k, now, half_lives, rrf_k, lists=2 if path == HYBRID else 1)
+    if timely:  # the query's words among memories of the time it names
+        ranked["temporal"] = [Hit(key, s) for key, s in timely]
+    boosts = Boosts(window, _named(query))
+    memories = _score(targets, ranked, k, now, half_lives, rrf_k, boosts)
     error = None if failure is None else f"{type(failure).__name__}: {failure}"
     return SearchResult(memories, path, error)
+
+
+@dataclass(frozen=True)
+class Boosts:
+    """What the query says beyond its words: a window of time, and words that may be names."""
+
+    window: Window | None
+    words: frozenset[str]
+
+    def factor(self, row: ScoreRow) -> float:
+        factor = 1.0
+        if self.window is not None and self.window[0] <= row.created_at < self.window[1]:
+            factor += TIME_BOOST
+        if row.speaker and row.speaker.lower() in self.words:
+            factor += SPEAKER_BOOST
+        return factor
+
+
+def _named(query: str) -> frozenset[str]:
+    return frozenset(w.lower() for w in _NAME.findall(query))
+
+
+_NAME = re.compile(r"\b[A-Z][\w'-]*")
 
 
 def _score(
@@ -122,10 +164,10 @@ def _score(
     now: float,
     half_lives: Mapping[Tier, float],
     rrf_k: int,
-    *,
-    lists: int,
+    boosts: Boosts,
 ) -> list[Memory]:
     """Score every fused candidate from a few columns; build full memories for the top k."""
+    lists = len(ranked)
     fused = rrf_fuse(ranked, k=rrf_k)
     by_target: dict[int, list[int]] = {}
     for f in fused:
@@ -142,16 +184,18 @@ def _score(
         row = facts.get(f.key)
         if row is None:
             continue
-        tier, importance, formed = row
         relevance = f.score / best
-        fresh = recency(formed, now, half_lives[tier])
-        score = relevance * (BASE + W_IMPORTANCE * importance + W_RECENCY * fresh)
-        scores = {"relevance": relevance, "importance": importance, "recency": fresh}
+        fresh = recency(row.last_used, now, half_lives[row.tier])
+        boost = boosts.factor(row)
+        score = relevance * boost * (BASE + W_IMPORTANCE * row.importance + W_RECENCY * fresh)
+        scores = {"relevance": relevance, "importance": row.importance, "recency": fresh}
+        if boost != 1.0:
+            scores["boost"] = boost
         for name, provenance in f.sources.items():
             scores[f"{name}_rank"] = float(provenance.rank)
         scored.append((score, f.key, scores))
     scored.sort(key=lambda t: (-t[0], t[1]))
-    top = scored[:k]
+    top = _with_neighbours(targets, scored, k)
     wanted: dict[int, list[int]] = {}
     for _, key, _ in top:
         i, rowid = key.split(":")
@@ -168,6 +212,24 @@ def _score(
     ]
 
 
+def _with_neighbours(
+    targets: Sequence[Target], scored: list[tuple[float, str, dict[str, float]]], k: int
+) -> list[tuple[float, str, dict[str, float]]]:
+    """The top k after each of the best EXPAND turns pulls in the turns said just before and
+    after it, at NEIGHBOUR_SHARE of its score: what a remark answers, or what answers it, is
+    often where the fact is — and a question about two things needs more than one turn."""
+    best = {key: (score, scores) for score, key, scores in scored}
+    for score, key, _ in scored[:EXPAND]:
+        i, rowid = key.split(":")
+        for near in targets[int(i)][0].neighbours(int(rowid)):
+            near_key = f"{i}:{near}"
+            pulled = score * NEIGHBOUR_SHARE
+            if pulled > best.get(near_key, (0.0, {}))[0]:
+                best[near_key] = (pulled, {"neighbour_of": float(rowid), "relevance": 0.0})
+    ranked = sorted(((s, key, sc) for key, (s, sc) in best.items()), key=lambda t: (-t[0], t[1]))
+    return ranked[:k]
+
+
 def dedupe_episodes(memories: Sequence[Memory]) -> list[Memory]:
     """Keep the first of episodic memories sharing (summary, themes): one arc, once."""
     seen: set[tuple[str, tuple[str, ...]]] = set()
@@ -178,6 +240,20 @@ def dedupe_episodes(memories: Sequence[Memory]) -> list[Memory]:
             if key in seen:
                 continue
             seen.add(key)
+        out.append(memory)
+    return out
+
+
+def dedupe_moments(memories: Sequence[Memory]) -> list[Memory]:
+    """Drop a memory whose turns the better-ranked ones already cover (a fact extracted from a
+    turn that is itself recalled): one moment once, so the slots go to other moments."""
+    covered: set[tuple[str | None, str]] = set()
+    out = []
+    for memory in memories:
+        turns = {(memory.source.session_id, t) for t in memory.source.turns}
+        if turns and turns <= covered:
+            continue
+        covered |= turns
         out.append(memory)
     return out
 

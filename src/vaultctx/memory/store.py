@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -55,6 +56,9 @@ class MemoryDraft:
     source: MemorySource = field(default_factory=MemorySource)
     key: str | None = None
     id: str | None = None  # keep an id (import); None: a new one
+    # True: `source` is the memory's whole provenance, replacing the old one on update (an
+    # arc that drops its oldest points no longer came from their turns); False: merged.
+    whole_source: bool = False
 
     @property
     def dedupe(self) -> str:
@@ -189,6 +193,16 @@ class VectorMirror:
         top = np.argpartition(-scores, k - 1)[:k] if k < rows.size else np.arange(rows.size)
         order = top[np.lexsort((rowids[top], -scores[top]))]
         return [(int(rowids[i]), float(scores[i])) for i in order]
+
+
+class ScoreRow(NamedTuple):
+    """A memory's columns that ranking reads."""
+
+    tier: Tier
+    importance: float
+    last_used: float  # formed or last accessed, whichever is later: what recency counts
+    created_at: float
+    speaker: str | None
 
 
 class MemoryRepository:
@@ -376,12 +390,16 @@ class MemoryRepository:
     ) -> Memory:
         old = existing.source
         new = draft.source
-        source = MemorySource(
-            session_id=new.session_id or old.session_id,
-            turns=tuple(dict.fromkeys((*old.turns, *new.turns))),
-            speaker=new.speaker or old.speaker,
-            paths=tuple(dict.fromkeys((*old.paths, *new.paths))),
-            origin=new.origin,
+        source = (
+            new
+            if draft.whole_source
+            else MemorySource(
+                session_id=new.session_id or old.session_id,
+                turns=tuple(dict.fromkeys((*old.turns, *new.turns))),
+                speaker=new.speaker or old.speaker,
+                paths=tuple(dict.fromkeys((*old.paths, *new.paths))),
+                origin=new.origin,
+            )
         )
         conn.execute(
             "UPDATE memories SET text = ?, summary = ?, themes = ?, importance = ?,"
@@ -471,16 +489,41 @@ class MemoryRepository:
         )
         return _memory(row) if row else None
 
-    def score_rows(self, rowids: Sequence[int]) -> dict[int, tuple[Tier, float, float]]:
-        """What scoring needs of live memories: (tier, importance, last formed or used)."""
+    def score_rows(self, rowids: Sequence[int]) -> dict[int, ScoreRow]:
+        """What scoring needs of live memories, without building them."""
         if not rowids:
             return {}
         rows = self.connect().execute(
-            "SELECT rowid, tier, importance, max(created_at, last_accessed) FROM memories"
+            "SELECT rowid, tier, importance, max(created_at, last_accessed), created_at,"
+            " json_extract(source, '$.speaker') FROM memories"
             f" WHERE rowid IN ({','.join('?' * len(rowids))}) AND deleted_at IS NULL",
             list(rowids),
         )
-        return {r[0]: (Tier(r[1]), r[2], r[3]) for r in rows}
+        return {r[0]: ScoreRow(Tier(r[1]), r[2], r[3], r[4], r[5]) for r in rows}
+
+    def neighbours(self, rowid: int) -> list[int]:
+        """The turns said just before and just after a turn memory, in its session: rowids
+        of the raw-turn memories (episodic, unkeyed) adjacent to it in time."""
+        conn = self.connect()
+        row = conn.execute(
+            "SELECT tier, scope, created_at, json_extract(source, '$.session_id') FROM memories"
+            " WHERE rowid = ? AND kind = 'episodic' AND mkey IS NULL",
+            (rowid,),
+        ).fetchone()
+        if row is None or row[3] is None:
+            return []
+        found = []
+        for op, order in (("<", "DESC"), (">", "ASC")):
+            near = conn.execute(
+                "SELECT rowid FROM memories WHERE tier = ? AND scope = ? AND kind = 'episodic'"
+                f" AND created_at {op} ? AND mkey IS NULL AND deleted_at IS NULL"
+                " AND json_extract(source, '$.session_id') = ?"
+                f" ORDER BY created_at {order} LIMIT 1",
+                row,
+            ).fetchone()
+            if near is not None:
+                found.append(near[0])
+        return found
 
     def by_rowids(self, rowids: Sequence[int]) -> dict[int, Memory]:
         if not rowids:
@@ -523,10 +566,17 @@ class MemoryRepository:
         return [_memory(row) for row in self.connect().execute(sql, args)]
 
     def token_recall(
-        self, text: str, scopes: Sequence[Scope], kinds: Sequence[MemoryKind], limit: int
+        self,
+        text: str,
+        scopes: Sequence[Scope],
+        kinds: Sequence[MemoryKind],
+        limit: int,
+        *,
+        window: tuple[float, float] | None = None,
     ) -> list[tuple[int, float]]:
         """FTS5 bm25 over text, summary and themes, with the select stage's query building
-        (stop-words dropped, every term quoted): (memory rowid, score), best first."""
+        (stop-words dropped, every term quoted): (memory rowid, score), best first.
+        `window` keeps memories formed in [start, end)."""
         if not scopes:
             return []
         conn = self.connect()
@@ -538,6 +588,9 @@ class MemoryRepository:
         if built.match is None:
             return []
         where, args = _scope_filter(scopes, kinds, prefix="m.")
+        if window is not None:
+            where.append("m.created_at >= ? AND m.created_at < ?")
+            args += list(window)
         rows = conn.execute(
             "SELECT m.rowid, bm25(memories_fts, ?, ?, ?) AS s FROM memories_fts f"
             " JOIN memories m ON m.rowid = f.rowid WHERE memories_fts MATCH ? AND "

@@ -66,7 +66,7 @@ class Rule(BaseModel):
             return False
         if not self.paths:
             return True
-        return pathspec.PathSpec.from_lines("gitwildmatch", self.paths).match_file(resource)
+        return pathspec.GitIgnoreSpec.from_lines(self.paths).match_file(resource)
 
 
 class Policy(BaseModel):

@@ -20,7 +20,7 @@ FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 DEFAULT_COLUMN_WEIGHTS = (3.0, 2.0, 1.0)
 # A term in more than this share of blocks (and more than COMMON_TERM_MIN_DOCS blocks) barely
 # discriminates, yet costs the most to score. Small vaults keep every term: they are fast anyway.
-COMMON_TERM_RATIO = 0.1
+COMMON_TERM_RATIO = 0.02
 COMMON_TERM_MIN_DOCS = 2000
 MAX_TERMS = 16
 

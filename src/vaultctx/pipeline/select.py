@@ -37,6 +37,7 @@ MAX_QUERY_CHARS = 2000
 DEFAULT_MAX_PER_NOTE = 3
 FEEDBACK_DOCS = 3
 FEEDBACK_WEIGHT = 1.0
+FEEDBACK_POOL = 1000
 
 
 @dataclass
@@ -70,6 +71,7 @@ class _Run:
     error: str | None = None
     skipped: bool = False
     feedback: int = 0  # blocks the vector query was refined with
+    pool: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
 
 class Selector:
@@ -83,6 +85,7 @@ class Selector:
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._sizes: tuple[str | None, int] | None = None
         self._query_vectors_lock = threading.Lock()  # selects run from many threads
 
     # --- plumbing ------------------------------------------------------------------------
@@ -102,6 +105,15 @@ class Selector:
             if self._pool is not None:
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
+        self.vectors.close()
+
+    def _store_size(self, conn: sqlite3.Connection, generation: str | None) -> int:
+        """Blocks in the index, counted once per index generation (a scan at 100k blocks)."""
+        cached = self._sizes
+        if cached is None or cached[0] != generation:
+            cached = (generation, int(conn.execute("SELECT count(*) FROM blocks").fetchone()[0]))
+            self._sizes = cached
+        return cached[1]
 
     def weights(self) -> dict[str, float]:
         cfg = self.ws.config
@@ -157,7 +169,7 @@ class Selector:
         ws = self.ws
         conn = ws.db.connect()
         generation = ws.generation
-        store_size = int(conn.execute("SELECT count(*) FROM blocks").fetchone()[0])
+        store_size = self._store_size(conn, generation)
 
         allowed = allowed_notes(conn, filters) if filters.restricts_notes else None
         model = ws.db.get_meta("embedding_model")
@@ -183,8 +195,8 @@ class Selector:
             lexical_query, runs["lexical"] = self._lexical_search(conn, text, store_size, allowed)
         else:
             lexical_query, runs["lexical"] = None, _Run(skipped=True)
-        context = context_seeds(conn)
         link_graph = self.graph.get(conn, generation)
+        context = context_seeds(conn, link_graph.size)
 
         if vector_future is not None:
             runs["vector"] = vector_future.result()
@@ -298,7 +310,7 @@ class Selector:
             vector = self.embed_query(text)
             out_vector[0] = vector
             allowed_arr = None if allowed is None else np.fromiter(sorted(allowed), np.int64)
-            ids, scores = matrix.search(vector, VECTOR_DEPTH, allowed_arr)
+            ids, scores, pool = matrix.search(vector, VECTOR_DEPTH, allowed_arr, pool=FEEDBACK_POOL)
         except EmbeddingUnavailable as exc:
             return _Run([], (time.perf_counter() - t0) * 1000, f"embed: {exc}")
         except Exception as exc:  # a broken model must not take select down with it
@@ -306,7 +318,7 @@ class Selector:
                 [], (time.perf_counter() - t0) * 1000, f"embed: {type(exc).__name__}: {exc}"
             )
         hits = [Hit(f"block:{int(i)}", float(s)) for i, s in zip(ids, scores, strict=True)]
-        return _Run(hits, (time.perf_counter() - t0) * 1000)
+        return _Run(hits, (time.perf_counter() - t0) * 1000, pool=pool)
 
     def _feedback(
         self,
@@ -318,18 +330,25 @@ class Selector:
     ) -> None:
         """Pseudo-relevance feedback (Rocchio): move the query vector towards the blocks that
         lexical and vector search agree on best, and search again. Lexical evidence thus
-        reaches the vector side; on Cranfield it lifts fused nDCG@10 by about two points."""
+        reaches the vector side; on Cranfield it lifts fused nDCG@10 by about two points.
+
+        The second pass re-ranks the first pass's best FEEDBACK_POOL rows and the lexical
+        hits, not the whole matrix: feedback moves the query a little, so what it promotes
+        comes from there, and the pass costs microseconds instead of a second full scan."""
         t0 = time.perf_counter()
         top = rrf_fuse({n: runs[n].hits for n in ("lexical", "vector")}, k=self.ws.config.rrf_k)
         matrix = self.vectors.get(self.ws.db.connect(), generation, model)
-        ids = np.asarray([int(f.key.split(":", 1)[1]) for f in top[:FEEDBACK_DOCS]], np.int64)
-        rows = np.nonzero(np.isin(matrix.block_ids, ids))[0]
+        rows = matrix.rows_for_blocks(np.sort(_block_ids(top[:FEEDBACK_DOCS])))
         if rows.size == 0:
             return
         refined = query_vector + FEEDBACK_WEIGHT * matrix.matrix[rows].mean(axis=0)
         refined /= np.linalg.norm(refined) or 1.0
+        lexical_rows = matrix.rows_for_blocks(np.sort(_block_ids(runs["lexical"].hits)))
+        pool = np.union1d(runs["vector"].pool, lexical_rows)
         allowed_arr = None if allowed is None else np.fromiter(sorted(allowed), np.int64)
-        block_ids, scores = matrix.search(refined.astype(np.float32), VECTOR_DEPTH, allowed_arr)
+        block_ids, scores, _ = matrix.search(
+            refined.astype(np.float32), VECTOR_DEPTH, allowed_arr, rows=pool
+        )
         run = runs["vector"]
         run.hits = [
             Hit(f"block:{int(i)}", float(s)) for i, s in zip(block_ids, scores, strict=True)
@@ -481,6 +500,13 @@ class Selector:
             ).fetchall()
         )
         return [rows[i] for i in note_ids if i in rows]
+
+
+def _block_ids(items: Sequence[Any]) -> np.ndarray:
+    """Block ids of hits or fused results (keys `block:<id>`); other kinds are skipped."""
+    return np.asarray(
+        [int(i.key.split(":", 1)[1]) for i in items if i.key.startswith("block:")], np.int64
+    )
 
 
 def _interleave_notes(lists: list[list[Hit]], block_notes: dict[str, int]) -> list[int]:

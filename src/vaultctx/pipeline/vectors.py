@@ -8,16 +8,31 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+SPLIT_ROWS = 40_000  # above this, score the matrix in two halves on two threads
 
-def dot_rows(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+
+def dot_rows(
+    matrix: np.ndarray, vector: np.ndarray, helper: ThreadPoolExecutor | None = None
+) -> np.ndarray:
     """matrix @ vector without BLAS threads: a multithreaded BLAS spends far longer waking
     its threads than computing when the CPU is shared (an editor, an indexer), while this
-    single-threaded loop stays within a few milliseconds at 100k rows."""
-    return np.einsum("ij,j->i", matrix, vector.astype(np.float32, copy=False))
+    loop stays within milliseconds. Given a `helper` thread, a large matrix is scored in two
+    halves at once (einsum releases the GIL)."""
+    vector = vector.astype(np.float32, copy=False)
+    n = matrix.shape[0]
+    if helper is None or n < SPLIT_ROWS:
+        return np.einsum("ij,j->i", matrix, vector)
+    half = n // 2
+    out = np.empty(n, dtype=np.float32)
+    second = helper.submit(np.einsum, "ij,j->i", matrix[half:], vector, out=out[half:])
+    np.einsum("ij,j->i", matrix[:half], vector, out=out[:half])
+    second.result()
+    return out
 
 
 @dataclass(frozen=True)
@@ -27,36 +42,64 @@ class VectorMatrix:
     block_ids: np.ndarray  # int64, row -> block id
     note_ids: np.ndarray  # int64, row -> note id
     matrix: np.ndarray  # float32 (n, dim), C-contiguous, unit rows
+    helper: ThreadPoolExecutor | None = None  # a second thread for large matrices
 
     @property
     def size(self) -> int:
         return int(self.block_ids.shape[0])
 
     def search(
-        self, query: np.ndarray, k: int, allowed_notes: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k rows by cosine similarity: (block ids, scores), best first.
+        self,
+        query: np.ndarray,
+        k: int,
+        allowed_notes: np.ndarray | None = None,
+        *,
+        rows: np.ndarray | None = None,
+        pool: int = 0,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Top-k rows by cosine similarity: (block ids, scores, pool rows), best first.
 
-        `allowed_notes` (sorted note ids) restricts the search to those notes' blocks.
+        `allowed_notes` (sorted note ids) restricts the search to those notes' blocks;
+        `rows` scores only those rows (a re-ranking pass). With `pool`, the rows of the best
+        `pool` scores are returned too, so a second pass can re-rank them without scoring
+        the whole matrix again.
         """
+        empty = np.empty(0, dtype=np.int64)
         if self.size == 0 or k <= 0:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        scores = dot_rows(self.matrix, query)
+            return empty, np.empty(0, dtype=np.float32), empty
+        candidates = np.arange(self.size) if rows is None else rows
+        scores = (
+            dot_rows(self.matrix, query, self.helper)
+            if rows is None
+            else dot_rows(self.matrix[rows], query)
+        )
         if allowed_notes is not None:
-            mask = np.isin(self.note_ids, allowed_notes, assume_unique=False)
-            scores = np.where(mask, scores, -np.inf)
-            k = min(k, int(mask.sum()))
-            if k == 0:
-                return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        k = min(k, self.size)
-        top = np.argpartition(-scores, k - 1)[:k] if k < self.size else np.arange(self.size)
+            scores = np.where(np.isin(self.note_ids[candidates], allowed_notes), scores, -np.inf)
+        finite = int(np.isfinite(scores).sum())
+        best = _top(scores, min(max(k, pool), finite))
+        top = best[: min(k, finite)]
         # Stable order: score descending, then block id, so ties never reorder between runs.
-        order = np.lexsort((self.block_ids[top], -scores[top]))
+        order = np.lexsort((self.block_ids[candidates[top]], -scores[top]))
         top = top[order]
-        return self.block_ids[top], scores[top]
+        return self.block_ids[candidates[top]], scores[top], candidates[best]
 
     def rows_for_notes(self, note_ids: np.ndarray) -> np.ndarray:
         return np.nonzero(np.isin(self.note_ids, note_ids))[0]
+
+    def rows_for_blocks(self, block_ids: np.ndarray) -> np.ndarray:
+        """Rows of the given blocks that have vectors (block_ids are sorted by id)."""
+        if self.size == 0 or block_ids.size == 0:
+            return np.empty(0, dtype=np.int64)
+        idx = np.clip(np.searchsorted(self.block_ids, block_ids), 0, self.size - 1)
+        return idx[self.block_ids[idx] == block_ids]
+
+
+def _top(scores: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the n highest scores, best first (argpartition, then sort the few)."""
+    if n <= 0:
+        return np.empty(0, dtype=np.int64)
+    part = np.argpartition(-scores, n - 1)[:n] if n < scores.shape[0] else np.arange(n)
+    return part[np.argsort(-scores[part], kind="stable")]
 
 
 class VectorStore:
@@ -65,6 +108,7 @@ class VectorStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._current: VectorMatrix | None = None
+        self._helper: ThreadPoolExecutor | None = None
 
     def get(self, conn: sqlite3.Connection, generation: str | None, model: str) -> VectorMatrix:
         current = self._current
@@ -74,21 +118,43 @@ class VectorStore:
             current = self._current
             if current is None or current.generation != generation or current.model != model:
                 current = load_matrix(conn, generation, model)
+                if current.size >= SPLIT_ROWS:
+                    if self._helper is None:
+                        self._helper = ThreadPoolExecutor(1, thread_name_prefix="vaultctx-vec")
+                    current = replace(current, helper=self._helper)
                 self._current = current
         return current
 
+    def close(self) -> None:
+        if self._helper is not None:
+            self._helper.shutdown(wait=False)
+            self._helper = None
+
 
 def load_matrix(conn: sqlite3.Connection, generation: str | None, model: str) -> VectorMatrix:
+    """Fill one preallocated matrix row by row: peak memory stays one matrix, not three."""
+    count = conn.execute(
+        "SELECT count(*) FROM blocks b JOIN embeddings e ON e.model = ? AND e.hash = b.embed_hash",
+        (model,),
+    ).fetchone()[0]
+    block_ids = np.empty(count, dtype=np.int64)
+    note_ids = np.empty(count, dtype=np.int64)
+    matrix: np.ndarray | None = None
     rows = conn.execute(
         "SELECT b.id, b.note_id, e.vector FROM blocks b"
         " JOIN embeddings e ON e.model = ? AND e.hash = b.embed_hash ORDER BY b.id",
         (model,),
-    ).fetchall()
-    if not rows:
-        empty = np.empty(0, dtype=np.int64)
-        return VectorMatrix(generation, model, empty, empty, np.zeros((0, 0), np.float32))
-    block_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-    note_ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-    matrix = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32)
-    matrix = np.ascontiguousarray(matrix.reshape(len(rows), -1))
-    return VectorMatrix(generation, model, block_ids, note_ids, matrix)
+    )
+    n = 0
+    for block_id, note_id, blob in rows:
+        if n == count:
+            break  # a writer added rows since the count: they arrive with the next generation
+        vector = np.frombuffer(blob, dtype=np.float32)
+        if matrix is None:
+            matrix = np.empty((count, vector.shape[0]), dtype=np.float32)
+        block_ids[n], note_ids[n] = block_id, note_id
+        matrix[n] = vector
+        n += 1
+    if matrix is None:
+        matrix = np.zeros((0, 0), np.float32)
+    return VectorMatrix(generation, model, block_ids[:n], note_ids[:n], matrix[:n])

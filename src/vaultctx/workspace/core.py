@@ -20,6 +20,8 @@ from .indexer import Indexer, IndexReport, Progress
 if TYPE_CHECKING:
     import networkx as nx
 
+    from ..agent import TurnResult
+    from ..agent.handler import EventHandler
     from ..memory import AgentMemoryFacade
     from ..pipeline import Filters, Selection, Selector
     from ..pipeline.context import SessionContext
@@ -271,6 +273,31 @@ class Workspace:
         return self.refiner.refine(
             selection, budget=budget, settings=settings, use_vectors=use_vectors
         )
+
+    # --- agent turn ----------------------------------------------------------------------
+
+    def ask(
+        self,
+        question: str,
+        *,
+        session_id: str | None = None,
+        model: str | None = None,
+        asker: Callable[[str, str], bool] | None = None,
+        on_event: EventHandler | None = None,
+    ) -> TurnResult:
+        """One agent turn: context, memory, the Orchestrator with its Researcher and Worker
+        under the vault's permission policy, an answer citing notes as `[[path]]`.
+
+        `session_id` continues a session (its history is read back from the session file);
+        without it a new session is started. `asker(capability, resource)` answers `ask`
+        permissions; without one they are denied. Raises `LLMNotConfigured` without a model.
+        """
+        from ..agent import AgentRequestHandler
+
+        handler = AgentRequestHandler(
+            self, session_id=session_id, model=model, asker=asker, on_event=on_event
+        )
+        return handler.handle(question)
 
     def touch(self, note: str, *, kind: str = "touch") -> str:
         """Record that the user opened or worked on `note` (a path or title): a graph seed

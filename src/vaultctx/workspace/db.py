@@ -18,8 +18,8 @@ _PRAGMAS = (
     "PRAGMA synchronous=NORMAL",  # WAL + NORMAL: durable at checkpoints, never corrupt
     "PRAGMA foreign_keys=ON",
     "PRAGMA temp_store=MEMORY",
-    "PRAGMA cache_size=-65536",
-    "PRAGMA mmap_size=268435456",
+    "PRAGMA cache_size=-16384",  # 16 MB per connection; the OS caches the file too
+    "PRAGMA mmap_size=67108864",
 )
 
 

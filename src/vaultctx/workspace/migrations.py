@@ -109,7 +109,12 @@ def m001_initial() -> str:
     """
 
 
-MIGRATIONS: tuple[Migration, ...] = (m001_initial,)
+def m002_notes_mtime_index() -> str:
+    """Graph seeds ask for recently edited notes on every select."""
+    return "CREATE INDEX notes_mtime ON notes(mtime_ns);"
+
+
+MIGRATIONS: tuple[Migration, ...] = (m001_initial, m002_notes_mtime_index)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
