@@ -109,8 +109,9 @@ def settings_hash(embed: bool, llm_model: str | None) -> str:
     """Everything that changes what gets written: the write path's code and the settings."""
     repo, memory = store.MemoryRepository, facade.AgentMemoryFacade
     code = [extract, models.MemorySource, models.Observation, store.MemoryDraft]
-    code += [repo.write, repo._find_existing, repo._insert, repo._update, repo._put_vector]
-    code += [memory.persist_turn, memory._prepare, memory._drafts, memory._draft, memory._place]
+    code += [repo.write, repo._find_existing, repo._insert, repo._update, repo.latest_turn]
+    code += [memory.persist_turn, memory._prepare, memory._drafts, memory._said_before]
+    code += [memory._draft, memory._place]
     parts = [inspect.getsource(c) for c in code]
     parts += [inspect.getsource(turn_text), str(TURN_SECONDS), str(embed), str(llm_model)]
     return hashlib.blake2b("\n".join(parts).encode(), digest_size=6).hexdigest()

@@ -20,6 +20,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Shared CI machines are slow and uneven: property tests judge correctness, never speed.
+settings.register_profile(
+    "vaultctx", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile("vaultctx")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_VAULT = REPO_ROOT / "examples" / "vault"

@@ -168,6 +168,34 @@ def test_policy_allows_writes_only_under_inbox_and_the_note_is_indexed(
     assert (vault / "Inbox" / "Todo.md").read_text().endswith("#shopping\n")
 
 
+def test_notes_a_read_policy_hides_reach_the_model_through_no_tool_and_no_context(
+    vault: Path, llm_server: LLMServer, model: Model
+) -> None:
+    (vault / ".vaultctx").mkdir()
+    (vault / ".vaultctx" / "permissions.toml").write_text(
+        '[[rules]]\ncapability = "vault.read"\npaths = ["Inbox/**"]\neffect = "deny"\n'
+    )
+    model.orchestrator.extend(
+        [
+            Reply(
+                tool_calls=(
+                    ToolCallReply("select", {"query": "buy frames beehives"}),
+                    ToolCallReply("read_note", {"path": "Inbox/Todo.md"}),
+                )
+            ),
+            Reply(content="Done."),
+        ]
+    )
+    with open_ws(vault, llm_server) as ws:
+        assert "Inbox/Todo.md" in [c.path for c in ws.select("buy frames beehives").candidates]
+        result = ws.ask("What should I buy for the beehives?")
+    found = result.tool_activity[0]["output"]["results"]
+    assert found and all(r["path"] != "Inbox/Todo.md" for r in found)
+    assert result.tool_activity[1]["output"]["error"] == "permission_denied"
+    first = model.seen["orchestrator"][0]
+    assert "buy frames" not in json.dumps(first.messages)
+
+
 def test_path_escapes_are_refused_even_when_writes_are_allowed(
     vault: Path, tmp_path: Path, llm_server: LLMServer, model: Model
 ) -> None:

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..errors import NoteNotFound
 from ..llm import LLMSettings
-from ..permissions import Asker, PermissionGuard, load_policy
+from ..permissions import Asker, Capability, PermissionGuard, load_policy
+from ..pipeline.context import SessionContext
 from .orchestrator import Orchestrator
 from .prepare import TurnPreparer, resolve_provider_model
 from .registers import ToolCallRecord
@@ -164,7 +165,11 @@ class AgentRequestHandler:
         session_id = self.log.session_id
         rows = self.log.rows()
         history = history_from_rows(rows)
-        context = self.ws.context(question, model=self.model)
+        guard = PermissionGuard(load_policy(self.ws.db.path.parent), asker=self.asker)
+        context = readable_context(
+            self.ws.context(question, model=settings.model),
+            guard,  # same model, litellm form
+        )
         preparation = self.preparer.prepare(
             session_id=session_id,
             user_message=question,
@@ -185,11 +190,7 @@ class AgentRequestHandler:
                 "gate": context.gate,
             },
         )
-        ctx = ToolContext(
-            ws=self.ws,
-            guard=PermissionGuard(load_policy(self.ws.db.path.parent), asker=self.asker),
-            session_id=session_id,
-        )
+        ctx = ToolContext(ws=self.ws, guard=guard, session_id=session_id)
         orchestrator = Orchestrator(
             ctx, settings=settings, timeout=self.ws.config.agent_timeout, observer=self
         )
@@ -278,3 +279,18 @@ class AgentRequestHandler:
             self._turn.activity.append(data)
         if self.on_event:
             self.on_event("tool_result", data)
+
+
+def readable_context(context: SessionContext, guard: PermissionGuard) -> SessionContext:
+    """The turn's context without the items a `vault.read` policy hides from the agent."""
+    items = tuple(
+        item
+        for item in context.items
+        if item.path is None or guard.permits(Capability.VAULT_READ, item.path)
+    )
+    if len(items) == len(context.items):
+        return context
+    diagnostics = {**context.diagnostics, "hidden_by_policy": len(context.items) - len(items)}
+    return SessionContext.build(
+        context.query, items, context.budget, context.gate, context.gate_reason, diagnostics
+    )

@@ -124,12 +124,18 @@ def _snippet(text: str) -> str:
     return flat if len(flat) <= SNIPPET_CHARS else flat[:SNIPPET_CHARS] + "…"
 
 
+def _readable(ctx: ToolContext, path: str | None) -> bool:
+    """Results a read policy hides never reach the model, whatever tool found them."""
+    return path is None or ctx.guard.permits(Capability.VAULT_READ, path)
+
+
 def _select(ctx: ToolContext, args: SelectArgs, _: str) -> dict[str, Any]:
     selection = ctx.ws.select(args.query, k=args.k)
     return {
         "results": [
             {"path": c.path, "heading": c.heading_path, "text": _snippet(c.text)}
             for c in selection.candidates
+            if _readable(ctx, c.path)
         ]
     }
 
@@ -145,7 +151,11 @@ def _neighbours(ctx: ToolContext, path: str, *, incoming: bool) -> dict[str, Any
     nodes = graph.predecessors(path) if incoming else graph.successors(path)
     return {
         "path": path,
-        "notes": [{"path": n, "title": graph.nodes[n].get("title", "")} for n in sorted(nodes)],
+        "notes": [
+            {"path": n, "title": graph.nodes[n].get("title", "")}
+            for n in sorted(nodes)
+            if _readable(ctx, n)
+        ],
     }
 
 
@@ -164,7 +174,7 @@ def _list_by_tag(ctx: ToolContext, args: TagArgs, _: str) -> dict[str, Any]:
         " WHERE t.tag = ? ORDER BY n.path",
         (tag,),
     )
-    return {"tag": tag, "notes": [{"path": p, "title": t} for p, t in rows]}
+    return {"tag": tag, "notes": [{"path": p, "title": t} for p, t in rows if _readable(ctx, p)]}
 
 
 def _reindexed(ctx: ToolContext, path: str, output: dict[str, Any]) -> dict[str, Any]:

@@ -151,7 +151,7 @@ class DeterministicExtractor:
 
     def extract(self, turn: Turn) -> list[Observation]:
         out: list[Observation] = []
-        raw = f"{turn.user_name}: {turn.user.strip()}"
+        raw = said(turn)
         if turn.assistant.strip():
             reply = " ".join(sentences(turn.assistant)[:2]) or turn.assistant.strip()
             raw += f"\n{turn.assistant_name}: {reply}"
@@ -192,6 +192,27 @@ class DeterministicExtractor:
                     )
                 )
         return out
+
+
+def said(turn: Turn) -> str:
+    """A one-speaker turn as the raw-turn memory holds it: 'Name: text'."""
+    return f"{turn.user_name}: {turn.user.strip()}"
+
+
+def exchange(before: str, turn: Turn) -> Observation:
+    """The turn said before this one and this one, together: an answer rarely names what it
+    answers ("I chose them because…"), and a remark's point is often in the reply to it.
+    Only for one-speaker turns (a turn with its reply already holds its exchange)."""
+    text = f"{before}\n{said(turn)}"
+    return Observation(
+        kind=MemoryKind.EPISODIC,
+        text=text,
+        summary=f"{turn.day}, {turn.user_name} replies: {summarize(turn.user, 120)}",
+        themes=themes(text),
+        importance=importance(text, MemoryKind.EPISODIC),
+        reach="turn",
+        key=f"exchange:{turn.session_id}:{turn.turn_id}",
+    )
 
 
 def extend_arc(previous: Memory | None, turn: Turn, points: Sequence[str] = ()) -> Observation:

@@ -320,11 +320,12 @@ class AgentMemoryFacade:
         """Extract and tier every turn of the batch, then embed all texts in one call."""
         per_job: list[list[MemoryDraft] | _TouchJob] = []
         arcs: dict[tuple[Tier, str, str], Memory] = {}
+        said: dict[str, tuple[str, str]] = {}  # session -> (turn id, text) said last
         for job in jobs:
             if isinstance(job, _TouchJob):
                 per_job.append(job)
             else:
-                per_job.append(self._drafts(job, arcs))
+                per_job.append(self._drafts(job, arcs, said))
         texts = [d.text for drafts in per_job if isinstance(drafts, list) for d in drafts]
         vectors = iter(self._embed(texts))
         return [
@@ -335,7 +336,10 @@ class AgentMemoryFacade:
         ]
 
     def _drafts(
-        self, job: _TurnJob, arcs: dict[tuple[Tier, str, str], Memory]
+        self,
+        job: _TurnJob,
+        arcs: dict[tuple[Tier, str, str], Memory],
+        said: dict[str, tuple[str, str]],
     ) -> list[MemoryDraft]:
         turn = job.turn
         try:
@@ -352,6 +356,12 @@ class AgentMemoryFacade:
             origin=origin,
         )
         drafts = [self._draft(o, turn, job.tier, source) for o in observations]
+        if not turn.assistant.strip() and turn.user.strip() and turn.turn_id is not None:
+            before = said.get(turn.session_id) or self._said_before(turn, job.tier)
+            if before is not None:
+                pair = source.model_copy(update={"turns": (before[0], turn.turn_id)})
+                drafts.append(self._draft(ex.exchange(before[1], turn), turn, job.tier, pair))
+            said[turn.session_id] = (turn.turn_id, ex.said(turn))
         arc_tier, arc_scope = self._place("shared", turn, job.tier)
         key = f"arc:{turn.session_id}"
         previous = arcs.get((arc_tier, arc_scope, key))
@@ -369,6 +379,14 @@ class AgentMemoryFacade:
             last_accessed=arc.created_at, source=arc_source, key=key,
         )  # fmt: skip
         return [*drafts, arc]
+
+    def _said_before(self, turn: ex.Turn, tier: Tier | None) -> tuple[str, str] | None:
+        """(turn id, text) of the one-speaker turn said last before `turn` in its session."""
+        scope = self._place("turn", turn, tier)
+        previous = self.repo.latest_turn(scope, turn.session_id, turn.at)
+        if previous is None or len(previous.source.turns) != 1:
+            return None
+        return previous.source.turns[0], previous.text
 
     def _place(self, reach: str, turn: ex.Turn, tier: Tier | None) -> Scope:
         """The tier decision: who should see an observation."""

@@ -77,8 +77,8 @@ def m001_initial() -> str:
 
 
 def m002_turn_order() -> str:
-    """Memories of a scope in the order they were formed: a recalled turn finds its
-    neighbours in the session without a scan."""
+    """Memories of a scope in the order they were formed: a new turn finds the one said
+    before it in its session without a scan."""
     return "CREATE INDEX memories_formed ON memories(tier, scope, kind, created_at);"
 
 

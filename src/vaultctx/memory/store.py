@@ -501,29 +501,20 @@ class MemoryRepository:
         )
         return {r[0]: ScoreRow(Tier(r[1]), r[2], r[3], r[4], r[5]) for r in rows}
 
-    def neighbours(self, rowid: int) -> list[int]:
-        """The turns said just before and just after a turn memory, in its session: rowids
-        of the raw-turn memories (episodic, unkeyed) adjacent to it in time."""
-        conn = self.connect()
-        row = conn.execute(
-            "SELECT tier, scope, created_at, json_extract(source, '$.session_id') FROM memories"
-            " WHERE rowid = ? AND kind = 'episodic' AND mkey IS NULL",
-            (rowid,),
-        ).fetchone()
-        if row is None or row[3] is None:
-            return []
-        found = []
-        for op, order in (("<", "DESC"), (">", "ASC")):
-            near = conn.execute(
-                "SELECT rowid FROM memories WHERE tier = ? AND scope = ? AND kind = 'episodic'"
-                f" AND created_at {op} ? AND mkey IS NULL AND deleted_at IS NULL"
-                " AND json_extract(source, '$.session_id') = ?"
-                f" ORDER BY created_at {order} LIMIT 1",
-                row,
-            ).fetchone()
-            if near is not None:
-                found.append(near[0])
-        return found
+    def latest_turn(self, scope: Scope, session_id: str, before: float) -> Memory | None:
+        """The raw-turn memory (episodic, unkeyed) said last before `before` in a session."""
+        row = (
+            self.connect()
+            .execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE tier = ? AND scope = ?"
+                " AND kind = 'episodic' AND created_at < ? AND mkey IS NULL"
+                " AND deleted_at IS NULL AND json_extract(source, '$.session_id') = ?"
+                " ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                (scope[0].value, scope[1], before, session_id),
+            )
+            .fetchone()
+        )
+        return _memory(row) if row else None
 
     def by_rowids(self, rowids: Sequence[int]) -> dict[int, Memory]:
         if not rowids:

@@ -61,6 +61,15 @@ class PermissionGuard:
             raise PermissionDenied(capability, resource, reason)
         return self._ask(capability, resource)
 
+    def permits(self, capability: Capability | str, resource: str) -> bool:
+        """Whether `require` would allow without asking anyone: for quietly leaving out
+        search results a policy hides (e.g. `vault.read` denied under `Private/**`)."""
+        capability = Capability(capability)
+        if self.only is not None and capability not in self.only:
+            return False
+        effect, _ = self.policy.effect_for(capability, resource)
+        return effect is Effect.ALLOW or (capability, resource) in self._granted
+
     def _ask(self, capability: Capability, resource: str) -> Decision:
         with self._lock:  # one question at a time, and a yes counts for repeats
             if (capability, resource) in self._granted:
