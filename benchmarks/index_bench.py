@@ -64,8 +64,9 @@ def text_throughput(root: Path, label: str) -> dict:
     }
 
 
-def embedding_side_by_side(root: Path, embedder: Embedder) -> dict:
-    """Embed the same blocks twice: through `index()` and with model.encode directly."""
+def embedding_side_by_side(root: Path, embedder: Embedder, rounds: int = 2) -> dict:
+    """Embed the same blocks through `index()` and with model.encode directly, alternating
+    the two and keeping each one's best round, so a busy neighbour cannot favour either."""
     shutil.rmtree(root / ".vaultctx", ignore_errors=True)
     with Workspace.open(root, embedder=embedder) as ws:
         ws.index(embed=False)
@@ -77,18 +78,20 @@ def embedding_side_by_side(root: Path, embedder: Embedder) -> dict:
         texts = [embed_input(*row) for row in rows]
         model = embedder._load()  # the raw SentenceTransformer, as a user would call it
         model.encode(texts[:32], normalize_embeddings=True)  # warm up
-
-        started = time.perf_counter()
-        model.encode(texts, normalize_embeddings=True, show_progress_bar=False)
-        direct = len(texts) / (time.perf_counter() - started)
-
-        started = time.perf_counter()
-        report = ws.index()  # text is unchanged: this run only embeds
-        indexed = report.embedded / (time.perf_counter() - started)
+        direct, indexed = 0.0, 0.0
+        for _ in range(rounds):
+            started = time.perf_counter()
+            model.encode(texts, normalize_embeddings=True, show_progress_bar=False)
+            direct = max(direct, len(texts) / (time.perf_counter() - started))
+            with ws.db.transaction() as conn:
+                conn.execute("DELETE FROM embeddings")
+            started = time.perf_counter()
+            report = ws.index()  # text is unchanged: this run only embeds
+            indexed = max(indexed, report.embedded / (time.perf_counter() - started))
     ratio = indexed / direct
     print(
-        f"embedding {len(texts)} blocks: model.encode {direct:.1f} blocks/s, "
-        f"while indexing {indexed:.1f} blocks/s ({ratio:.0%})"
+        f"embedding {len(texts)} blocks (best of {rounds}): model.encode {direct:.1f} blocks/s,"
+        f" while indexing {indexed:.1f} blocks/s ({ratio:.0%})"
     )
     return {"direct_blocks_per_s": direct, "indexing_blocks_per_s": indexed, "ratio": ratio}
 
@@ -136,7 +139,7 @@ def main() -> int:
 
     embedder = Embedder()
     print("\n== embedding throughput, side by side")
-    embedding = embedding_side_by_side(fresh_vault(work / "embed", 150, TYPICAL, seed=3), embedder)
+    embedding = embedding_side_by_side(fresh_vault(work / "embed", 80, TYPICAL, seed=3), embedder)
 
     print("\n== incremental re-index, 1,000 notes, model warm")
     k1 = work / "k1"

@@ -209,3 +209,53 @@ def test_memory_kinds_can_be_searched_alone(ws):
     mem.add("hive rule: never open in rain", kind="procedural")
     mem.add("hive fact: twelve frames")
     assert {m.kind for m in mem.search("hive", kinds=["procedural"])} == {MemoryKind.PROCEDURAL}
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        ("What did Jon do on 16 March, 2022?", "2022-03-15", "2022-03-19"),
+        ("Which activity was James pursuing on March 16, 2022?", "2022-03-15", "2022-03-19"),
+        ("What did Gina buy in May 2023?", "2023-05-01", "2023-06-01"),
+        ("Where did they travel in 2022?", "2022-01-01", "2023-01-01"),
+        ("What did we plan in December?", "2023-12-01", "2024-01-01"),
+        ("What happened yesterday?", "2024-01-09", "2024-01-10"),
+    ],
+)
+def test_the_time_a_question_names_becomes_a_window(query, start, end):
+    from vaultctx.memory.models import to_timestamp
+    from vaultctx.memory.temporal import time_window
+
+    now = to_timestamp("2024-01-10T12:00:00", 0)
+    assert time_window(query, now) == (to_timestamp(start, 0), to_timestamp(end, 0))
+    assert time_window("What does Jon like to cook?", now) is None
+
+
+def test_a_question_naming_a_time_prefers_memories_formed_then(ws):
+    mem = ws.memory
+    may = mem.add("Gina bought a red scarf", tier="channel", scope="c", created_at="2023-05-10")
+    june = mem.add("Gina bought a blue scarf", tier="channel", scope="c", created_at="2023-06-10")
+    found = mem.search("What scarf did Gina buy in May 2023?", channel="c", now="2023-07-01")
+    assert [m.id for m in found[:2]] == [may.id, june.id]
+    assert found[0].scores["boost"] > 1.0
+
+
+def test_one_speaker_turns_form_exchanges_and_a_moment_is_recalled_once(ws):
+    mem = ws.memory
+    said = [("Jon", "What made you pick that agency?"), ("Gina", "They support LGBTQ+ folks.")]
+    for i, (speaker, text) in enumerate(said):
+        mem.persist_turn(
+            text, session_id="s1", channel="c", turn_id=f"D1:{i + 1}", user_name=speaker,
+            at=f"2023-05-08T13:0{i}:00", tier="channel",
+        )  # fmt: skip
+    mem.flush()
+    exchange = next(m for m in mem.list(tier="channel", scope="c") if m.key and "exchange" in m.key)
+    assert exchange.source.turns == ("D1:1", "D1:2")
+    assert exchange.text == "Jon: What made you pick that agency?\nGina: They support LGBTQ+ folks."
+    ctx = mem.retrieve_for_turn("Why did Gina pick the agency?", session_id="s2", channel="c")
+    moments = [(m.source.session_id, m.source.turns) for m in ctx.entries]
+    covered: set[str] = set()
+    for _, turns in moments:  # no entry only repeats turns an earlier entry already holds
+        assert not set(turns) <= covered
+        covered |= set(turns)
+    assert {"D1:1", "D1:2"} <= covered

@@ -54,6 +54,13 @@ class Config(BaseModel):
     agent_timeout: float = Field(
         30.0, gt=0, description="seconds one agent model call or delegation may take"
     )
+    skills_folder: str = Field("Skills", description="vault folder whose notes are skills")
+    context_window_tokens: int = Field(
+        8000, ge=256, description="the agent model's context budget; longer sessions compact"
+    )
+    compaction_keep_turns: int = Field(
+        2, ge=0, description="latest turns kept verbatim when a session is compacted"
+    )
 
     @classmethod
     def keys(cls) -> list[str]:

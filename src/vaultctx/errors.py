@@ -134,3 +134,15 @@ class SessionNotFound(VaultctxError):
     """No session file with that id exists under the vault's `sessions/` folder."""
 
     exit_code = 17
+
+
+class SkillError(VaultctxError):
+    """A skill note is invalid (frontmatter, template) or was run with bad inputs; the
+    message names the note and the field, so the user knows what to fix."""
+
+    exit_code = 18
+
+    def __init__(self, path: str, field: str, message: str) -> None:
+        super().__init__(f"skill {path}: {field}: {message}")
+        self.path = path
+        self.field = field

@@ -6,11 +6,11 @@ every event in a replayable session file.
         print(result.answer, result.citations)
 """
 
+from .compaction import Compaction, history_from_rows
 from .handler import (
     AgentRequestHandler,
     TurnResult,
     cited_notes,
-    history_from_rows,
     list_sessions,
     load_session,
     sessions_dir,
@@ -18,6 +18,7 @@ from .handler import (
 from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model, split_model
 from .registers import ContentProvider, ContextClass, Register, ToolCallRecord
 from .session import SessionLog, SessionSummary, read_rows
+from .skills import Skill, SkillCatalog, SkillInput, SkillRun, discover, find_skill
 from .tools import ORCHESTRATOR_TOOLS, VAULT_TOOLS, Tool
 from .trace import CompletionTrace, CompletionTraceStep
 
@@ -25,6 +26,7 @@ __all__ = [
     "ORCHESTRATOR_TOOLS",
     "VAULT_TOOLS",
     "AgentRequestHandler",
+    "Compaction",
     "CompletionTrace",
     "CompletionTraceStep",
     "ContentProvider",
@@ -32,12 +34,18 @@ __all__ = [
     "Register",
     "SessionLog",
     "SessionSummary",
+    "Skill",
+    "SkillCatalog",
+    "SkillInput",
+    "SkillRun",
     "Tool",
     "ToolCallRecord",
     "TurnPreparation",
     "TurnPreparer",
     "TurnResult",
     "cited_notes",
+    "discover",
+    "find_skill",
     "history_from_rows",
     "list_sessions",
     "load_session",

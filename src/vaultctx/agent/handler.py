@@ -12,16 +12,18 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..errors import NoteNotFound
-from ..llm import LLMSettings
+from ..llm import LLMSettings, count_tokens
 from ..permissions import Asker, Capability, PermissionGuard, load_policy
 from ..pipeline.context import SessionContext
+from .compaction import compact, history_from_rows
 from .orchestrator import Orchestrator
-from .prepare import TurnPreparer, resolve_provider_model
+from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model
 from .registers import ToolCallRecord
 from .session import SessionLog, SessionSummary, list_session_files
 from .tools import ToolContext
@@ -29,6 +31,7 @@ from .trace import CompletionTrace
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
+    from .skills import SkillRun
 
 log = logging.getLogger(__name__)
 
@@ -78,23 +81,6 @@ def list_sessions(ws: Workspace) -> list[SessionSummary]:
 def load_session(ws: Workspace, session_id: str) -> list[dict[str, Any]]:
     """Every readable row of one session, header first. `SessionNotFound` if none."""
     return SessionLog.open(sessions_dir(ws), session_id).rows()
-
-
-def history_from_rows(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """The chat history a resumed session continues from: question and answer pairs, in
-    order. A question whose turn never answered (a crash, a failed model) is left out."""
-    chat = [
-        {"role": r["role"], "content": r.get("content") or ""}
-        for r in rows
-        if r.get("type") == "message"
-        and r.get("role") in ("user", "assistant")
-        and (r.get("metadata") or {}).get("kind") == "chat"
-    ]
-    return [
-        m
-        for i, m in enumerate(chat)
-        if m["role"] == "assistant" or (i + 1 < len(chat) and chat[i + 1]["role"] == "assistant")
-    ]
 
 
 def cited_notes(ws: Workspace, answer: str) -> tuple[str, ...]:
@@ -151,9 +137,13 @@ class AgentRequestHandler:
         """Rehydrated from the session file: what the model saw in earlier turns."""
         return history_from_rows(self.log.rows()) if self.log else []
 
-    def handle(self, question: str) -> TurnResult:
-        """Context → memory → prepared messages → Orchestrator → logged answer → memory
-        persisted in the background. `LLMNotConfigured` before any work without a model."""
+    def handle(self, question: str, *, skill: SkillRun | None = None) -> TurnResult:
+        """Context → memory → prepared messages (compacted when over the context budget)
+        → Orchestrator → logged answer → memory persisted in the background.
+        `LLMNotConfigured` before any work without a model.
+
+        With `skill`, `question` is its rendered template, step 6 holds the skill's context
+        and the guard allows only the skill's declared capabilities."""
         provider, model = resolve_provider_model(None, self.model, self.preparer.model_chain)
         settings = LLMSettings.resolve(
             self.ws.config, model=f"{provider}/{model}", timeout=self.ws.config.agent_timeout
@@ -166,30 +156,41 @@ class AgentRequestHandler:
         rows = self.log.rows()
         history = history_from_rows(rows)
         guard = PermissionGuard(load_policy(self.ws.db.path.parent), asker=self.asker)
+        if skill is not None:
+            guard = guard.restricted(skill.skill.capabilities)
         context = readable_context(
             self.ws.context(question, model=settings.model),
             guard,  # same model, litellm form
         )
-        preparation = self.preparer.prepare(
+        skill_context = (
+            skill.context(self.ws, guard, budget_tokens=self.ws.config.budget_tokens)
+            if skill is not None
+            else None
+        )
+        prepare = partial(
+            self.preparer.prepare,
             session_id=session_id,
             user_message=question,
-            history=history,
             context=context,
             memory_context_text=self._memory_text(question, session_id, first=not history),
+            skill_context=skill_context,
         )
         number = 1 + sum(1 for r in rows if r.get("type") == "message" and r.get("role") == "user")
+        preparation = self._compacted(prepare(history=history), prepare, rows, number, question)
         self._turn = _Turn(number, preparation.prompt_render_hash)
-        self._row(
-            "message",
-            role="user",
-            content=question,
-            metadata={
-                "kind": "chat",
-                "context_hash": preparation.context_hash,
-                "prompt_render_hash": preparation.prompt_render_hash,
-                "gate": context.gate,
-            },
-        )
+        metadata: dict[str, Any] = {
+            "kind": "chat",
+            "context_hash": preparation.context_hash,
+            "prompt_render_hash": preparation.prompt_render_hash,
+            "gate": context.gate,
+        }
+        if skill is not None:
+            metadata["skill"] = {
+                "name": skill.skill.name,
+                "path": skill.skill.path,
+                "inputs": skill.inputs,
+            }
+        self._row("message", role="user", content=question, metadata=metadata)
         ctx = ToolContext(ws=self.ws, guard=guard, session_id=session_id)
         orchestrator = Orchestrator(
             ctx, settings=settings, timeout=self.ws.config.agent_timeout, observer=self
@@ -218,6 +219,33 @@ class AgentRequestHandler:
             prompt_render_hash=preparation.prompt_render_hash,
             model=preparation.litellm_model,
         )
+
+    def _compacted(
+        self,
+        preparation: TurnPreparation,
+        prepare: Callable[..., TurnPreparation],
+        rows: list[dict[str, Any]],
+        number: int,
+        question: str,
+    ) -> TurnPreparation:
+        """`preparation`, or — when its messages exceed `context_window_tokens` — one
+        prepared from a compacted history, after logging the `compaction` row."""
+        config = self.ws.config
+        before = count_tokens(list(preparation.messages), model=preparation.litellm_model)
+        if before <= config.context_window_tokens:
+            return preparation
+        cheap = LLMSettings.resolve(config, timeout=config.agent_timeout)
+        compaction = compact(
+            rows, question=question, keep_turns=config.compaction_keep_turns, settings=cheap
+        )
+        if compaction is None:  # only the kept turns are left: send as is
+            return preparation
+        row = compaction.row(number)
+        compacted = prepare(history=history_from_rows([*rows, row]))
+        after = count_tokens(list(compacted.messages), model=compacted.litellm_model)
+        assert self.log is not None
+        self.log.append({**row, "tokens_before": before, "tokens_after": after})
+        return compacted
 
     # --- memory (best-effort: a memory problem never fails a turn) -------------------------
 

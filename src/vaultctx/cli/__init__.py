@@ -33,6 +33,7 @@ LAZY_COMMANDS = {
     "ask": "agent_cmds",
     "chat": "agent_cmds",
     "sessions": "agent_cmds",
+    "skills": "skills_cmds",
 }
 
 

@@ -1,6 +1,6 @@
 """Tiered memory: scored memories persisted in the background, decayed, retrieved each turn."""
 
-from .extract import DeterministicExtractor, Extractor, Turn
+from .extract import DeterministicExtractor, Extractor, LLMExtractor, Turn
 from .facade import AgentMemoryFacade
 from .models import Memory, MemoryContext, MemoryKind, MemorySource, Observation, Tier
 from .retrieval import MemoryRetriever
@@ -13,6 +13,7 @@ __all__ = [
     "BackgroundWriter",
     "DeterministicExtractor",
     "Extractor",
+    "LLMExtractor",
     "Memory",
     "MemoryContext",
     "MemoryKind",

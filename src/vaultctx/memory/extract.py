@@ -13,12 +13,19 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
+from pydantic import BaseModel, Field
+
+from ..errors import LLMFailed
 from ..pipeline.lexical import STOP_WORDS
 from .models import Memory, MemoryKind, Observation
 
+if TYPE_CHECKING:
+    from ..llm import LLMSettings
+
 MAX_FACT_WORDS = 60
+LLM_EXTRACT_TIMEOUT = 30.0  # seconds: extraction runs in the background writer
 MAX_ARC_POINTS = 8
 THEME_COUNT = 5
 
@@ -192,6 +199,70 @@ class DeterministicExtractor:
                     )
                 )
         return out
+
+
+class ExtractedMemory(BaseModel):
+    text: str = Field(min_length=1)
+    importance: float = Field(0.5, ge=0.0, le=1.0)
+    kind: Literal["fact", "preference"] = "fact"
+    personal: bool = False
+
+
+class ExtractedMemories(BaseModel):
+    """The JSON the extraction prompt asks for."""
+
+    memories: list[ExtractedMemory] = Field(default_factory=list)
+
+
+class LLMExtractor:
+    """A model writes the facts and preferences of a turn, resolved to names and dates and
+    scored for importance; the raw turn is kept as the deterministic extractor keeps it.
+
+    Any failure — transport, timeout, an answer that is not the asked-for JSON — raises, so
+    the facade falls back to the deterministic extractor and counts it."""
+
+    name = "llm"
+
+    def __init__(self, settings: LLMSettings, *, timeout: float = LLM_EXTRACT_TIMEOUT) -> None:
+        self.settings = settings
+        self.timeout = timeout
+        self._raw = DeterministicExtractor()
+
+    def extract(self, turn: Turn) -> list[Observation]:
+        from ..llm import complete_structured
+        from ..prompts import memory_extract_messages
+
+        text = turn.user.strip()
+        if turn.assistant.strip():
+            text += f"\n{turn.assistant_name}: {turn.assistant.strip()}"
+        answer, record = complete_structured(
+            memory_extract_messages(turn.user_name, turn.day, text),
+            ExtractedMemories,
+            settings=self.settings,
+            timeout=self.timeout,
+        )
+        if answer is None:
+            raise LLMFailed(f"memory extraction: {record.error}")
+        raw = [o for o in self._raw.extract(turn) if o.reach == "turn"]
+        return raw + [_observation(m, turn) for m in answer.memories if m.text.strip()]
+
+
+def _observation(memory: ExtractedMemory, turn: Turn) -> Observation:
+    text = " ".join(memory.text.split())
+    if memory.kind == "preference":
+        kind, reach = MemoryKind.PROCEDURAL, "personal"
+    else:
+        kind, reach = MemoryKind.SEMANTIC, "personal" if memory.personal else "shared"
+        if turn.user_name.lower() not in text.lower():
+            text = f"{turn.user_name}: {text}"
+    return Observation(
+        kind=kind,
+        text=text,
+        summary=summarize(text),
+        themes=themes(text),
+        importance=memory.importance,
+        reach=reach,
+    )
 
 
 def said(turn: Turn) -> str:

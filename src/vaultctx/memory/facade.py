@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..llm.settings import LLMSettings
 from . import extract as ex
 from .models import Memory, MemoryContext, MemoryKind, MemorySource, Observation, Tier, to_timestamp
 from .retrieval import (
@@ -130,7 +131,8 @@ class AgentMemoryFacade:
         """Memory beside the index (`memory.db`), the account's under the user data dir.
 
         Vectors are used when the vault's index has them (or has not been built yet), so a
-        vault indexed without embeddings never loads the model for its memories either."""
+        vault indexed without embeddings never loads the model for its memories either.
+        With `llm_model` configured, turns are extracted by the model (`LLMExtractor`)."""
         cfg = ws.config
         indexed_model = ws.db.get_meta("embedding_model")
         never_indexed = ws.db.get_meta("last_indexed") is None
@@ -149,6 +151,7 @@ class AgentMemoryFacade:
                 Tier.ACCOUNT: cfg.memory_half_life_days_account,
             },
             rrf_k=cfg.rrf_k,
+            extractor=ex.LLMExtractor(LLMSettings.resolve(cfg)) if cfg.llm_model else None,
         )
 
     # --- where memories live -------------------------------------------------------------

@@ -46,8 +46,12 @@ class PermissionGuard:
         self.asking_seconds = 0.0  # time spent waiting for a person: not the agent's time
 
     def restricted(self, capabilities: Iterable[Capability]) -> PermissionGuard:
-        """A guard with the same policy and asker that allows only `capabilities`."""
-        return PermissionGuard(self.policy, asker=self.asker, only=capabilities)
+        """A guard with the same policy and asker that allows only `capabilities` — and
+        never more than this guard: restricting a restricted guard narrows it further."""
+        only = frozenset(capabilities)
+        if self.only is not None:
+            only &= self.only
+        return PermissionGuard(self.policy, asker=self.asker, only=only)
 
     def require(self, capability: Capability | str, resource: str) -> Decision:
         """Allow or raise `PermissionDenied` (whose `to_dict()` is the model's error)."""

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from ..agent import TurnResult
+    from ..agent.skills import Skill
     from ..agent.handler import EventHandler
     from ..memory import AgentMemoryFacade
     from ..pipeline import Filters, Selection, Selector
@@ -298,6 +299,43 @@ class Workspace:
             self, session_id=session_id, model=model, asker=asker, on_event=on_event
         )
         return handler.handle(question)
+
+    def skills(self) -> list[Skill]:
+        """The valid skills of the vault (notes under config `skills_folder`); notes there
+        that are not valid skills are left out — `vaultctx skills list` shows their errors."""
+        from ..agent.skills import discover
+
+        return list(discover(self).skills)
+
+    def run_skill(
+        self,
+        name: str,
+        inputs: dict[str, Any] | None = None,
+        *,
+        session_id: str | None = None,
+        model: str | None = None,
+        asker: Callable[[str, str], bool] | None = None,
+        on_event: EventHandler | None = None,
+    ) -> TurnResult:
+        """Run the skill `name` as one agent turn: inputs validated, its template rendered,
+        its linked notes in context, and only the capabilities it declares allowed.
+
+        The model is `model`, else the skill's own, else config `llm_model`. Raises
+        `SkillError` (naming the note and field) for a bad skill or inputs before any work.
+        """
+        from ..agent import AgentRequestHandler
+        from ..agent.skills import SkillRun, find_skill
+
+        skill = find_skill(self, name)
+        run = SkillRun.prepare(skill, inputs or {})
+        handler = AgentRequestHandler(
+            self,
+            session_id=session_id,
+            model=model or skill.model,
+            asker=asker,
+            on_event=on_event,
+        )
+        return handler.handle(run.message, skill=run)
 
     def touch(self, note: str, *, kind: str = "touch") -> str:
         """Record that the user opened or worked on `note` (a path or title): a graph seed
