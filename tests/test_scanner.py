@@ -90,7 +90,7 @@ def test_the_example_vault_ignore_file_keeps_private_notes_out(example_vault):
     paths = note_paths(example_vault)
     assert not [p for p in paths if p.startswith(("Private/", ".obsidian/", ".vaultctx/"))]
     assert "Home.md" in paths
-    assert len(paths) == 52
+    assert len(paths) == 54  # 52 notes and 2 skills (Skills/)
 
 
 def test_symlinks_that_leave_the_vault_are_not_followed(tmp_path, make_vault):

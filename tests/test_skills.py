@@ -216,10 +216,13 @@ def test_a_skill_declaring_writes_may_write_and_its_model_is_used(
 ) -> None:
     seen = agent_script(
         llm_server,
-        Reply(tool_calls=(ToolCallReply("append_to_note", {"path": "Inbox/Todo.md",
-                                                           "text": "- smoker fuel"}),)),
+        Reply(
+            tool_calls=(
+                ToolCallReply("append_to_note", {"path": "Inbox/Todo.md", "text": "- smoker fuel"}),
+            )
+        ),
         Reply(content="Added."),
-    )  # fmt: skip
+    )
     with open_ws(vault, llm_server) as ws:
         result = ws.run_skill("File Todo", {"item": "smoker fuel"}, asker=lambda c, r: True)
     assert result.tool_activity[0]["output"]["appended"] == "Inbox/Todo.md"
@@ -229,7 +232,7 @@ def test_a_skill_declaring_writes_may_write_and_its_model_is_used(
 
 def test_bad_inputs_fail_before_any_model_call(vault: Path, llm_server: LLMServer) -> None:
     seen = agent_script(llm_server, Reply(content="never"))
-    with open_ws(vault, llm_server) as ws, pytest.raises(SkillError, match="inputs.hive"):
+    with open_ws(vault, llm_server) as ws, pytest.raises(SkillError, match=r"inputs\.hive"):
         ws.run_skill("Hive Summary", {})
     assert seen == [] and llm_server.requests == []
 

@@ -220,7 +220,7 @@ def compaction_messages(previous_summary: str, turns: Sequence[dict[str, str]]) 
     """The summarizer's request: an earlier summary (if any) and the turns it replaces,
     each a dict with `role` and `content`, spotlighted."""
     items = "\n".join(
-        f'<{neutralize(t["role"])}>{neutralize(t["content"])}</{neutralize(t["role"])}>'
+        f"<{neutralize(t['role'])}>{neutralize(t['content'])}</{neutralize(t['role'])}>"
         for t in turns
     )
     earlier = (

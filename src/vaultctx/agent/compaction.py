@@ -95,9 +95,7 @@ def history_from_rows(rows: Sequence[Row]) -> list[dict[str, str]]:
     replaced = set(found[1].get("replaces") or ())
     summary = {"role": "system", "content": prompts.compaction_message(found[1]["summary"])}
     return [summary] + [
-        {"role": r["role"], "content": r.get("content") or ""}
-        for i, r in chat
-        if i not in replaced
+        {"role": r["role"], "content": r.get("content") or ""} for i, r in chat if i not in replaced
     ]
 
 
@@ -195,7 +193,6 @@ def _llm_summary(
         log.warning("compaction summary failed, summarizing deterministically: %s", exc)
         return None
     if parsed is None:
-        log.warning("compaction summary unusable (%s); summarizing deterministically",
-                    record.error)  # fmt: skip
+        log.warning("compaction summary unusable (%s); summarizing deterministically", record.error)
         return None
     return "Summary of the compacted turns: " + parsed.summary.strip()

@@ -78,7 +78,9 @@ def skills_show(name: str, vault: str, as_json: bool) -> None:
         console.print(escape(skill.description))
     for key, spec in skill.inputs.items():
         need = "required" if spec.required else f"default {spec.default!r}"
-        console.print(f"  input [cyan]{key}[/]: {spec.type}, {escape(need)}  {escape(spec.description)}")  # fmt: skip
+        console.print(
+            f"  input [cyan]{key}[/]: {spec.type}, {escape(need)}  {escape(spec.description)}"
+        )
     console.print("  capabilities: " + ", ".join(c.value for c in skill.capabilities))
     if skill.model:
         console.print(f"  model: {escape(skill.model)}")
@@ -90,8 +92,14 @@ def skills_show(name: str, vault: str, as_json: bool) -> None:
 
 @skills.command("run")
 @click.argument("name")
-@click.option("--input", "-i", "inputs", multiple=True, metavar="NAME=VALUE",
-              help="A skill input; repeat for more (a repeated name makes a list).")  # fmt: skip
+@click.option(
+    "--input",
+    "-i",
+    "inputs",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A skill input; repeat for more (a repeated name makes a list).",
+)
 @vault_option
 @click.option("--model", help="litellm model; overrides the skill's own model.")
 @click.option("--session", "session_id", help="Continue this session.")

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from ..agent import TurnResult
-    from ..agent.skills import Skill
     from ..agent.handler import EventHandler
+    from ..agent.skills import Skill
     from ..memory import AgentMemoryFacade
     from ..pipeline import Filters, Selection, Selector
     from ..pipeline.context import SessionContext
