@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import getpass
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -20,6 +19,7 @@ from ..errors import ConfigError
 from ..llm.settings import LLMSettings
 from . import extract as ex
 from .models import Memory, MemoryContext, MemoryKind, MemorySource, Observation, Tier, to_timestamp
+from .paths import ACCOUNT_DB, MEMORY_DB, account_dir
 from .retrieval import (
     MemoryRetriever,
     dedupe_episodes,
@@ -38,21 +38,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ACCOUNT_DIR_ENV = "VAULTCTX_ACCOUNT_DIR"
-MEMORY_DB = "memory.db"
-ACCOUNT_DB = "account-memory.db"
 MAX_RULES = 20
 DEFAULT_TURN_K = 8
-
-
-def account_dir() -> Path:
-    """The user's data directory for account-tier memory; `$VAULTCTX_ACCOUNT_DIR` wins."""
-    override = os.environ.get(ACCOUNT_DIR_ENV)
-    if override:
-        return Path(override).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("vaultctx"))
 
 
 def _user() -> str:
@@ -691,13 +678,3 @@ class AgentMemoryFacade:
 
 def _store_size(targets: Sequence[tuple[MemoryRepository, list[Scope]]], kind: MemoryKind) -> int:
     return sum(repo.mirror.count(scopes, kind) for repo, scopes in targets)
-
-
-def attach_memory(ws: Workspace, selector: Selector) -> None:
-    """Called when a workspace creates its selector: memories join select if any exist,
-    without opening memory for vaults that never used it."""
-    if ws._memory is None and not (
-        (ws.db.path.parent / MEMORY_DB).exists() or (account_dir() / ACCOUNT_DB).exists()
-    ):
-        return
-    ws.memory.attach(selector)

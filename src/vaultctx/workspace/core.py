@@ -185,9 +185,10 @@ class Workspace:
                     self._selector = Selector(self)
                     created = True
             if created:
-                from ..memory.facade import attach_memory
+                from ..memory.paths import memory_exists
 
-                attach_memory(self, self._selector)
+                if self._memory is not None or memory_exists(self.db.path.parent):
+                    self.memory.attach(self._selector)
         return self._selector
 
     @property
