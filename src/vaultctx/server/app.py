@@ -9,10 +9,11 @@ thread a consistent snapshot).
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import json
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -22,7 +23,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -131,6 +132,12 @@ class MemoryAddBody(_Body):
 class TouchBody(_Body):
     note: str
     kind: Literal["touch", "open"] = "touch"
+
+
+class AskBody(_Body):
+    question: str = Field(min_length=1)
+    session_id: str | None = None
+    model: str | None = None
 
 
 class IndexBody(_Body):
@@ -283,6 +290,40 @@ def create_app(
         path = await run_in_threadpool(lambda: ws.touch(body.note, kind=body.kind))
         return JSONResponse({"path": path, "touched": True})
 
+    async def ask(request: Request) -> StreamingResponse:
+        """One agent turn streamed as server-sent events: `tool_call` and `tool_result` as
+        they happen, then `answer` (the TurnResult) or `error`. Nothing on the server can
+        answer `ask` permissions, so they are denied, as on a non-interactive CLI."""
+        body = await read_body(request, AskBody, max_body)
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
+
+        def emit(kind: str, data: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(events.put_nowait, (kind, data))
+
+        def turn() -> None:
+            try:
+                result = ws.ask(
+                    body.question, session_id=body.session_id, model=body.model, on_event=emit
+                )
+                emit("answer", result.to_dict())
+            except Exception as exc:  # the stream must end with an event, not a dropped socket
+                emit("error", {"error": type(exc).__name__, "message": str(exc)})
+            finally:
+                loop.call_soon_threadsafe(events.put_nowait, None)
+
+        async def stream() -> AsyncIterator[bytes]:
+            worker = asyncio.ensure_future(run_in_threadpool(turn))
+            while (event := await events.get()) is not None:
+                kind, data = event
+                payload = json.dumps(data, ensure_ascii=False, default=str)
+                yield f"event: {kind}\ndata: {payload}\n\n".encode()
+            await worker
+
+        return StreamingResponse(
+            stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}
+        )
+
     async def index(request: Request) -> JSONResponse:
         body = await read_body(request, IndexBody, max_body)
         report = await run_in_threadpool(lambda: ws.index(embed=body.embed, paths=body.paths))
@@ -309,6 +350,7 @@ def create_app(
             Route("/memory/add", memory_add, methods=["POST"]),
             Route("/touch", touch, methods=["POST"]),
             Route("/index", index, methods=["POST"]),
+            Route("/ask", ask, methods=["POST"]),
         ],
         middleware=middleware,
         exception_handlers=_exception_handlers(),
