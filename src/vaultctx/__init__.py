@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .config import Config
     from .llm import LLMSettings
     from .pipeline.context import ContextItem, SessionContext
+    from .pipeline.models import Candidate, Filters, Selection
     from .workspace import Embedder, IndexReport, IndexStatus, Workspace
 
 # Exports that pull in pydantic or numpy load on first use (PEP 562), so `import vaultctx`
@@ -41,6 +42,9 @@ _LAZY = {
     "IndexStatus": ".workspace",
     "Workspace": ".workspace",
     "LLMSettings": ".llm",
+    "Candidate": ".pipeline.models",
+    "Filters": ".pipeline.models",
+    "Selection": ".pipeline.models",
     "ContextItem": ".pipeline.context",
     "SessionContext": ".pipeline.context",
     "TurnResult": ".agent",
@@ -61,11 +65,13 @@ def __getattr__(name: str) -> Any:
 __version__ = "0.1.0"
 
 __all__ = [
+    "Candidate",
     "Config",
     "ConfigError",
     "ContextItem",
     "Embedder",
     "EmbeddingUnavailable",
+    "Filters",
     "IndexCorrupt",
     "IndexLocked",
     "IndexReport",
@@ -81,6 +87,7 @@ __all__ = [
     "NoteNotFound",
     "PathOutsideVault",
     "PermissionDenied",
+    "Selection",
     "SessionContext",
     "SessionNotFound",
     "TurnResult",
