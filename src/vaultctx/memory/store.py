@@ -573,6 +573,7 @@ class MemoryRepository:
         tokenizer = getattr(self._secure, "tokenizer", None)
         if tokenizer is None:
             tokenizer = self._secure.tokenizer = lexical.QueryTokenizer(conn, "memories_fts")
+        tokenizer.df_cache.clear()  # memories change with every turn: count afresh
         total = max(1, self.mirror.size)
         built = lexical.build_query(text, tokenizer, total)
         if built.match is None:

@@ -23,6 +23,7 @@ DEFAULT_COLUMN_WEIGHTS = (3.0, 2.0, 1.0)
 COMMON_TERM_RATIO = 0.02
 COMMON_TERM_MIN_DOCS = 2000
 MAX_TERMS = 16
+DF_CACHE_SIZE = 50_000
 
 STOP_WORDS = frozenset(
     """a about above after again against all also am an and any are aren't as at be because
@@ -70,8 +71,14 @@ class QueryTokenizer:
     `fts_table` names the FTS5 table whose document frequencies guide the query (the
     memory store passes `memories_fts`); it must use the same tokenizer."""
 
-    def __init__(self, conn: sqlite3.Connection, fts_table: str = "blocks_fts") -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        fts_table: str = "blocks_fts",
+        df_cache: dict[str, int] | None = None,
+    ) -> None:
         self.conn = conn
+        self.df_cache = df_cache if df_cache is not None else {}
         self._vocab = "vx_vocab" if fts_table == "blocks_fts" else f"vx_vocab_{fts_table}"
         tables = {
             "vx_qtok": f"fts5(x, tokenize='{FTS_TOKENIZER}')",
@@ -93,13 +100,22 @@ class QueryTokenizer:
         return [term for term, _ in rows]
 
     def doc_freqs(self, terms: list[str]) -> dict[str, int]:
-        if not terms:
-            return {}
-        marks = ",".join("?" * len(terms))
-        rows = self.conn.execute(
-            f"SELECT term, doc FROM temp.{self._vocab} WHERE term IN ({marks})", terms
-        )
-        return dict(rows.fetchall())
+        """Blocks containing each term. fts5vocab counts by reading the term's whole doclist
+        (milliseconds for a common term in 100k blocks), so counts are kept in `df_cache`,
+        which the caller empties whenever the index changes."""
+        counts = {t: self.df_cache.get(t) for t in terms}
+        missing = [t for t, count in counts.items() if count is None]
+        if missing:
+            marks = ",".join("?" * len(missing))
+            rows = self.conn.execute(
+                f"SELECT term, doc FROM temp.{self._vocab} WHERE term IN ({marks})", missing
+            )
+            found = dict(rows.fetchall())
+            counts.update({t: found.get(t, 0) for t in missing})
+            if len(self.df_cache) > DF_CACHE_SIZE:
+                self.df_cache.clear()  # selects share the cache: never read back from it
+            self.df_cache.update({t: counts[t] for t in missing})
+        return {t: count for t, count in counts.items() if count}
 
 
 def build_query(

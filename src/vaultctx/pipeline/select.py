@@ -86,6 +86,7 @@ class Selector:
         self._pool_lock = threading.Lock()
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._sizes: tuple[str | None, int] | None = None
+        self._dfs: tuple[str | None, dict[str, int]] = (None, {})
         self._query_vectors_lock = threading.Lock()  # selects run from many threads
 
     # --- plumbing ------------------------------------------------------------------------
@@ -106,6 +107,12 @@ class Selector:
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._pool = None
         self.vectors.close()
+
+    def _df_cache(self, generation: str | None) -> dict[str, int]:
+        """Document frequencies of query terms, valid for one index generation."""
+        if self._dfs[0] != generation:
+            self._dfs = (generation, {})
+        return self._dfs[1]
 
     def _store_size(self, conn: sqlite3.Connection, generation: str | None) -> int:
         """Blocks in the index, counted once per index generation (a scan at 100k blocks)."""
@@ -192,7 +199,9 @@ class Selector:
             extra_futures[name] = self._executor().submit(self._timed, retriever.retrieve, request)
 
         if on("lexical"):
-            lexical_query, runs["lexical"] = self._lexical_search(conn, text, store_size, allowed)
+            lexical_query, runs["lexical"] = self._lexical_search(
+                conn, text, store_size, allowed, generation
+            )
         else:
             lexical_query, runs["lexical"] = None, _Run(skipped=True)
         link_graph = self.graph.get(conn, generation)
@@ -274,11 +283,16 @@ class Selector:
         return _Run(hits, (time.perf_counter() - t0) * 1000)
 
     def _lexical_search(
-        self, conn: sqlite3.Connection, text: str, store_size: int, allowed: set[int] | None
+        self,
+        conn: sqlite3.Connection,
+        text: str,
+        store_size: int,
+        allowed: set[int] | None,
+        generation: str | None,
     ) -> tuple[lexical.LexicalQuery | None, _Run]:
         t0 = time.perf_counter()
         try:
-            tokenizer = lexical.QueryTokenizer(conn)
+            tokenizer = lexical.QueryTokenizer(conn, df_cache=self._df_cache(generation))
             built = lexical.build_query(text, tokenizer, store_size)
             table = None
             if allowed is not None:
