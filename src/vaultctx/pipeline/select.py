@@ -397,11 +397,11 @@ class Selector:
         if not walked:
             return []
         best_found: dict[int, str] = {}
-        for name in ("lexical", "vector"):
-            for hit in runs[name].hits:
-                note = block_notes.get(hit.key)
-                if note is not None and note not in best_found:
-                    best_found[note] = hit.key
+        lists = {name: runs[name].hits for name in ("lexical", "vector")}
+        for fused in rrf_fuse(lists, self.weights(), k=self.ws.config.rrf_k):
+            note = block_notes.get(fused.key)
+            if note is not None and note not in best_found:
+                best_found[note] = fused.key  # the block both retrievers rank best
         missing = [note for note, _ in walked if note not in best_found]
         anchors: dict[int, str] = {}
         if missing and query_vector is not None and model:
