@@ -347,3 +347,17 @@ def test_large_matrices_are_scored_in_two_halves_with_the_same_result():
     with ThreadPoolExecutor(1) as helper:
         halves = dot_rows(matrix, vector, helper)
     np.testing.assert_allclose(halves, matrix @ vector, rtol=1e-5, atol=1e-5)
+
+
+def test_rows_for_notes_finds_every_block_of_the_notes():
+    from vaultctx.pipeline.vectors import VectorMatrix
+
+    note_ids = np.array([3, 1, 3, 2, 1, 3], dtype=np.int64)
+    order = np.argsort(note_ids, kind="stable")
+    matrix = VectorMatrix(
+        None, "m", np.arange(6, dtype=np.int64), note_ids, np.zeros((6, 2), np.float32),
+        note_order=order, sorted_note_ids=note_ids[order],
+    )  # fmt: skip
+    assert matrix.rows_for_notes(np.array([3, 9], dtype=np.int64)).tolist() == [0, 2, 5]
+    assert matrix.rows_for_notes(np.array([1], dtype=np.int64)).tolist() == [1, 4]
+    assert matrix.rows_for_notes(np.array([7], dtype=np.int64)).tolist() == []

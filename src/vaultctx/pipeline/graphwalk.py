@@ -22,9 +22,10 @@ from ..workspace.graph import LINK_KIND_WEIGHTS
 
 BACKLINK_FACTOR = 0.5  # a note linking to a seed is related, a little less than one it links to
 RESTART = 0.25  # teleport probability: short walks, stay near the seeds
-# Each step keeps 75 % of the previous error: after 15 steps the ranking near the seeds,
-# the only part select uses, no longer moves.
-MAX_ITERATIONS = 15
+# Each step keeps 75 % of the previous error: after 10 steps the ranking near the seeds, the
+# only part select uses, no longer moves (same top 20, same order, as after 15 steps on the
+# 10k-note synthetic vault), and each step costs ~0.2 ms at 60k links.
+MAX_ITERATIONS = 10
 TOLERANCE = 1e-4
 ACCESS_HALF_LIFE_S = 2 * 86400.0
 EDIT_WINDOW_S = 3 * 86400.0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -43,6 +43,8 @@ class VectorMatrix:
     note_ids: np.ndarray  # int64, row -> note id
     matrix: np.ndarray  # float32 (n, dim), C-contiguous, unit rows
     helper: ThreadPoolExecutor | None = None  # a second thread for large matrices
+    note_order: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    sorted_note_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
     @property
     def size(self) -> int:
@@ -84,7 +86,13 @@ class VectorMatrix:
         return self.block_ids[candidates[top]], scores[top], candidates[best]
 
     def rows_for_notes(self, note_ids: np.ndarray) -> np.ndarray:
-        return np.nonzero(np.isin(self.note_ids, note_ids))[0]
+        """Rows of the given notes' blocks, through the note-sorted order built at load."""
+        if self.size == 0 or note_ids.size == 0:
+            return np.empty(0, dtype=np.int64)
+        starts = np.searchsorted(self.sorted_note_ids, note_ids, side="left")
+        ends = np.searchsorted(self.sorted_note_ids, note_ids, side="right")
+        spans = [self.note_order[a:b] for a, b in zip(starts, ends, strict=True) if b > a]
+        return np.sort(np.concatenate(spans)) if spans else np.empty(0, dtype=np.int64)
 
     def rows_for_blocks(self, block_ids: np.ndarray) -> np.ndarray:
         """Rows of the given blocks that have vectors (block_ids are sorted by id)."""
@@ -157,4 +165,14 @@ def load_matrix(conn: sqlite3.Connection, generation: str | None, model: str) ->
         n += 1
     if matrix is None:
         matrix = np.zeros((0, 0), np.float32)
-    return VectorMatrix(generation, model, block_ids[:n], note_ids[:n], matrix[:n])
+    note_ids = note_ids[:n]
+    order = np.argsort(note_ids, kind="stable")
+    return VectorMatrix(
+        generation,
+        model,
+        block_ids[:n],
+        note_ids,
+        matrix[:n],
+        note_order=order,
+        sorted_note_ids=note_ids[order],
+    )
