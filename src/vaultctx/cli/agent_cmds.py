@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -66,15 +67,25 @@ def ask(
     question: str, vault: str, model: str | None, session_id: str | None, yes: bool, as_json: bool
 ) -> None:
     """Answer QUESTION from the vault in one agent turn, citing notes."""
+    report_turn(
+        vault,
+        as_json,
+        lambda ws: ws.ask(
+            question,
+            session_id=session_id,
+            model=model,
+            asker=make_asker(yes),
+            on_event=None if as_json else show_activity,
+        ),
+    )
+
+
+def report_turn(vault: str, as_json: bool, turn: Callable[[Any], Any]) -> None:
+    """Run one turn on the vault's workspace and print it; with --json an error, too, is one
+    JSON object on stdout (and the exit code says which)."""
     try:
         with open_workspace(vault) as ws:
-            result = ws.ask(
-                question,
-                session_id=session_id,
-                model=model,
-                asker=make_asker(yes),
-                on_event=None if as_json else show_activity,
-            )
+            result = turn(ws)
     except VaultctxError as exc:
         if not as_json:
             raise

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 from rich.markup import escape
 
-from ..errors import SkillError, VaultctxError
+from ..errors import SkillError
 from . import cli, output
-from .agent_cmds import make_asker, render_turn, show_activity
+from .agent_cmds import make_asker, report_turn, show_activity
 from .common import json_option, open_workspace, vault_option
 from .output import emit_json
 
@@ -115,23 +114,15 @@ def skills_run(
     as_json: bool,
 ) -> None:
     """Run skill NAME as one agent turn, with only the capabilities it declares."""
-    try:
-        values = parse_inputs(inputs)
-        with open_workspace(vault) as ws:
-            result = ws.run_skill(
-                name,
-                values,
-                session_id=session_id,
-                model=model,
-                asker=make_asker(yes),
-                on_event=None if as_json else show_activity,
-            )
-    except VaultctxError as exc:
-        if not as_json:
-            raise
-        emit_json({"error": {"type": type(exc).__name__, "message": str(exc)}})
-        sys.exit(exc.exit_code)
-    if as_json:
-        emit_json(result.to_dict())
-    else:
-        render_turn(result)
+    report_turn(
+        vault,
+        as_json,
+        lambda ws: ws.run_skill(
+            name,
+            parse_inputs(inputs),
+            session_id=session_id,
+            model=model,
+            asker=make_asker(yes),
+            on_event=None if as_json else show_activity,
+        ),
+    )
