@@ -14,6 +14,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 import hashlib
+import random
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -70,6 +71,66 @@ def query(db_path: Path, sql: str, *args: object) -> list[tuple]:
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
         return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def snapshot(db_path: Path) -> dict[str, list[tuple]]:
+    """Everything the index says about the vault, independent of row ids and timestamps."""
+    return {
+        "notes": query(
+            db_path, "SELECT path, title, content_hash, frontmatter FROM notes ORDER BY path"
+        ),
+        "blocks": query(
+            db_path,
+            "SELECT n.path, b.ordinal, b.heading_path, b.text, b.start_line, b.embed_hash"
+            " FROM blocks b JOIN notes n ON n.id = b.note_id ORDER BY n.path, b.ordinal",
+        ),
+        "links": query(
+            db_path,
+            "SELECT s.path, l.target, l.kind, l.heading, l.line, t.path FROM links l"
+            " JOIN notes s ON s.id = l.source_id LEFT JOIN notes t ON t.id = l.target_id"
+            " ORDER BY s.path, l.line, l.target, l.kind",
+        ),
+        "tags": query(
+            db_path,
+            "SELECT n.path, t.tag FROM tags t JOIN notes n ON n.id = t.note_id ORDER BY 1, 2",
+        ),
+        "aliases": query(
+            db_path,
+            "SELECT n.path, a.alias FROM aliases a JOIN notes n ON n.id = a.note_id ORDER BY 1, 2",
+        ),
+        "fts": query(
+            db_path,
+            "SELECT n.path, b.ordinal FROM blocks_fts f JOIN blocks b ON b.id = f.rowid"
+            " JOIN notes n ON n.id = b.note_id WHERE blocks_fts MATCH 'apiary' ORDER BY 1, 2",
+        ),
+    }
+
+
+def generated_vault(root: Path, n: int) -> Path:
+    """n small notes that link to each other (some links dangling), with tags and aliases."""
+    rng = random.Random(7)
+    for i in range(n):
+        folder = f"Folder {i % 17}"
+        links = " ".join(f"[[Note {rng.randrange(n + n // 10)}]]" for _ in range(3))
+        text = (
+            f"---\ntags: [generated, group{i % 11}]\naliases: [Alias {i}]\n---\n"
+            f"# Note {i}\n\nThe apiary log number {i}. See {links}"
+            f" and [[Alias {rng.randrange(n)}]].\n"
+            f"\n## Details\n\nWord{i} #topic/{i % 5} ^block{i}\n"
+        )
+        path = root / folder / f"Note {i}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def assert_full_text_matches_blocks(db_path: Path) -> None:
+    """FTS5's own check that blocks_fts holds exactly the blocks table's text."""
+    conn = sqlite3.connect(db_path)
+    try:
+        conn.execute("INSERT INTO blocks_fts(blocks_fts, rank) VALUES ('integrity-check', 1)")
     finally:
         conn.close()
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import hash_tree, query
+from conftest import assert_full_text_matches_blocks, generated_vault, hash_tree, query, snapshot
 from vaultctx import (
     ConfigError,
     IndexCorrupt,
@@ -39,57 +39,6 @@ def db_file(root: Path) -> Path:
     return root / ".vaultctx" / "index.db"
 
 
-def snapshot(db_path: Path) -> dict[str, list[tuple]]:
-    """Everything the index says about the vault, independent of row ids and timestamps."""
-    return {
-        "notes": query(
-            db_path, "SELECT path, title, content_hash, frontmatter FROM notes ORDER BY path"
-        ),
-        "blocks": query(
-            db_path,
-            "SELECT n.path, b.ordinal, b.heading_path, b.text, b.start_line, b.embed_hash"
-            " FROM blocks b JOIN notes n ON n.id = b.note_id ORDER BY n.path, b.ordinal",
-        ),
-        "links": query(
-            db_path,
-            "SELECT s.path, l.target, l.kind, l.heading, l.line, t.path FROM links l"
-            " JOIN notes s ON s.id = l.source_id LEFT JOIN notes t ON t.id = l.target_id"
-            " ORDER BY s.path, l.line, l.target, l.kind",
-        ),
-        "tags": query(
-            db_path,
-            "SELECT n.path, t.tag FROM tags t JOIN notes n ON n.id = t.note_id ORDER BY 1, 2",
-        ),
-        "aliases": query(
-            db_path,
-            "SELECT n.path, a.alias FROM aliases a JOIN notes n ON n.id = a.note_id ORDER BY 1, 2",
-        ),
-        "fts": query(
-            db_path,
-            "SELECT n.path, b.ordinal FROM blocks_fts f JOIN blocks b ON b.id = f.rowid"
-            " JOIN notes n ON n.id = b.note_id WHERE blocks_fts MATCH 'apiary' ORDER BY 1, 2",
-        ),
-    }
-
-
-def generated_vault(root: Path, n: int) -> Path:
-    """n small notes that link to each other (some links dangling), with tags and aliases."""
-    rng = random.Random(7)
-    for i in range(n):
-        folder = f"Folder {i % 17}"
-        links = " ".join(f"[[Note {rng.randrange(n + n // 10)}]]" for _ in range(3))
-        text = (
-            f"---\ntags: [generated, group{i % 11}]\naliases: [Alias {i}]\n---\n"
-            f"# Note {i}\n\nThe apiary log number {i}. See {links}"
-            f" and [[Alias {rng.randrange(n)}]].\n"
-            f"\n## Details\n\nWord{i} #topic/{i % 5} ^block{i}\n"
-        )
-        path = root / folder / f"Note {i}.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
-
-
 def count_notes(db_path: Path) -> int:
     try:
         conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=0.1)
@@ -106,6 +55,30 @@ def count_notes(db_path: Path) -> int:
 INDEX_IN_SUBPROCESS = (
     "import sys; from vaultctx import Workspace; Workspace.open(sys.argv[1]).index(embed=False)"
 )
+
+
+def reader_workers() -> list[int]:
+    """Pids of live `vaultctx.workspace.reader` worker processes (Linux /proc)."""
+    pids = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().split()[2]
+        except OSError:
+            continue
+        if b"vaultctx.workspace.reader" in cmdline and state != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+def assert_reader_workers_exit(timeout: float = 10) -> None:
+    """A killed indexer's parse workers see their input close and exit by themselves."""
+    if not Path("/proc/self").exists():
+        return
+    deadline = time.monotonic() + timeout
+    while reader_workers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert reader_workers() == [], "parse workers outlived the killed indexer"
 
 
 @pytest.mark.parametrize("kill_when", ["index file appears", "some notes are written"])
@@ -129,6 +102,7 @@ def test_an_index_killed_mid_run_recovers_to_the_same_content_as_a_clean_one(tmp
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    assert_reader_workers_exit()
 
     with Workspace.open(vault) as ws:  # the killed index opens without error
         conn = ws.db.connect()
@@ -139,6 +113,7 @@ def test_an_index_killed_mid_run_recovers_to_the_same_content_as_a_clean_one(tmp
         report = ws.index(embed=False)
     assert report.skipped == []
     assert (report.unchanged, report.added) == (written, notes - written)
+    assert_full_text_matches_blocks(db_path)
 
     clean_dir = tmp_path / "clean"
     index(vault, index_dir=str(clean_dir))

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import query
+from conftest import assert_full_text_matches_blocks, query
 from vaultctx import Embedder, EmbeddingUnavailable, IndexCorrupt, Workspace
-from vaultctx.workspace import indexer as indexer_module
 from vaultctx.workspace import migrations
+from vaultctx.workspace import reader as reader_module
 from vaultctx.workspace.parser import estimate_tokens
 
 
@@ -93,13 +93,13 @@ def indexed(example_vault: Path) -> Path:
 def parse_calls(monkeypatch) -> list[str]:
     """Titles of every note the indexer parses from now on."""
     calls: list[str] = []
-    real = indexer_module.parse_note
+    real = reader_module.parse_note
 
     def counting(text, title, **kw):
         calls.append(title)
         return real(text, title, **kw)
 
-    monkeypatch.setattr(indexer_module, "parse_note", counting)
+    monkeypatch.setattr(reader_module, "parse_note", counting)
     return calls
 
 
@@ -173,6 +173,20 @@ def test_the_full_text_index_matches_the_blocks(indexed):
     finally:
         conn.close()
     assert fts_rows == blocks
+
+
+def test_the_full_text_index_stays_exact_through_edits_deletes_and_renames(indexed):
+    db = db_file(indexed)
+    newest = "SELECT n.path FROM blocks b JOIN notes n ON n.id = b.note_id ORDER BY b.id DESC"
+    (indexed / query(db, newest)[0][0]).unlink()  # frees the highest block ids
+    write(indexed, "Equipment/Feeders.md", "# Feeders\n\nA Zorblax feeder.\n")
+    write(indexed, "Inbox/New.md", "# New\n\nFresh words: quillwort.\n")
+    (indexed / "Forage/Ivy.md").rename(indexed / "Forage/Hedera helix.md")
+    report = index(indexed)
+    assert (report.deleted, report.updated, report.added, report.renamed) == (1, 1, 1, 1)
+    assert_full_text_matches_blocks(db)
+    assert search(indexed, "quillwort") == {"Inbox/New.md"}
+    assert search(indexed, "zorblax") == {"Equipment/Feeders.md"}
 
 
 def test_notes_store_title_frontmatter_tags_and_aliases(indexed):

