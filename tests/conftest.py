@@ -135,6 +135,20 @@ def assert_full_text_matches_blocks(db_path: Path) -> None:
         conn.close()
 
 
+def reader_workers() -> list[int]:
+    """Pids of live `vaultctx.workspace.reader` worker processes (Linux /proc)."""
+    pids = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().split()[2]
+        except OSError:
+            continue
+        if b"vaultctx.workspace.reader" in cmdline and state != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
 @pytest.fixture(autouse=True)
 def _no_vaultctx_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """VAULTCTX_* variables of the developer's shell must not change what tests see."""

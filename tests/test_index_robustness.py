@@ -18,7 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_full_text_matches_blocks, generated_vault, hash_tree, query, snapshot
+from conftest import (
+    assert_full_text_matches_blocks,
+    generated_vault,
+    hash_tree,
+    query,
+    reader_workers,
+    snapshot,
+)
 from vaultctx import (
     ConfigError,
     IndexCorrupt,
@@ -55,20 +62,6 @@ def count_notes(db_path: Path) -> int:
 INDEX_IN_SUBPROCESS = (
     "import sys; from vaultctx import Workspace; Workspace.open(sys.argv[1]).index(embed=False)"
 )
-
-
-def reader_workers() -> list[int]:
-    """Pids of live `vaultctx.workspace.reader` worker processes (Linux /proc)."""
-    pids = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            state = (entry / "stat").read_text().split()[2]
-        except OSError:
-            continue
-        if b"vaultctx.workspace.reader" in cmdline and state != "Z":
-            pids.append(int(entry.name))
-    return pids
 
 
 def assert_reader_workers_exit(timeout: float = 10) -> None:

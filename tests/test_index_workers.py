@@ -4,11 +4,12 @@ process builds, and a worker that fails to start, dies or talks nonsense costs o
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
-from conftest import assert_full_text_matches_blocks, generated_vault, snapshot
+from conftest import assert_full_text_matches_blocks, generated_vault, reader_workers, snapshot
 from vaultctx import Workspace
 from vaultctx.workspace import reader
 
@@ -116,3 +117,18 @@ def test_a_worker_reports_unreadable_and_binary_files_like_this_process(make_vau
     assert report.skipped == [("image.md", "binary file, not Markdown")]
     assert report.warnings == [("latin1.md", "invalid UTF-8 at byte 3; decoded with replacement")]
     assert report.added == NOTES + 1
+
+
+def test_a_reader_closed_midway_stops_its_workers_and_threads(big_vault, monkeypatch):
+    started = started_workers(monkeypatch)
+    jobs = [
+        reader.ReadJob(path.relative_to(big_vault).as_posix(), str(path), None)
+        for path in sorted(big_vault.rglob("*.md"))
+    ]
+    reads = reader.read_all(jobs, 200, workers=2)
+    first = [next(reads) for _ in range(reader._LEAD_FILES + 100)]  # some come from workers
+    reads.close()
+    assert len(started) == 2 and all(read.rows for read in first)
+    assert [t.name for t in threading.enumerate() if t.name.startswith("vaultctx-reader")] == []
+    if Path("/proc/self").exists():
+        assert reader_workers() == []

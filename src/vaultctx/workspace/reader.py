@@ -278,10 +278,14 @@ class _Worker:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        while not self._results.empty():  # unblock a collector waiting to hand over a chunk
-            self._results.get_nowait()
-        for thread in self._threads:
-            thread.join(timeout=2)
+        # The process is gone, so both threads end at once: the feeder on a broken pipe, the
+        # collector on end of file, once the answers it still holds are taken off its hands.
+        while any(thread.is_alive() for thread in self._threads):
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    self._results.get_nowait()
+            for thread in self._threads:
+                thread.join(timeout=0.05)
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):
