@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 from vaultctx.pipeline.fusion import Hit, rrf_fuse
 
+RETRIEVERS = ["lexical", "vector", "graph", "memory"]
 keys = st.sampled_from([f"block:{i}" for i in range(12)])
 ranked_lists = st.dictionaries(
-    st.sampled_from(["lexical", "vector", "graph", "memory"]),
+    st.sampled_from(RETRIEVERS),
     st.lists(keys, max_size=10),
     max_size=4,
 )
 weights = st.dictionaries(
-    st.sampled_from(["lexical", "vector", "graph", "memory"]),
+    st.sampled_from(RETRIEVERS),
     st.floats(min_value=0.0, max_value=3.0),
 )
 
@@ -70,11 +71,19 @@ def test_provenance_is_complete_and_true(lists, w):
         assert set(f.sources) == {name for name, ks in lists.items() if f.key in ks}
 
 
-@given(ranked_lists, weights, st.sampled_from(["lexical", "vector", "graph", "memory"]))
-def test_being_found_by_one_more_retriever_never_lowers_a_candidate(lists, w, extra):
-    candidates = sorted({k for ks in lists.values() for k in ks})
-    assume(candidates and extra not in lists)
-    target = candidates[0]
+@st.composite
+def lists_and_a_retriever_left_out(draw: st.DrawFn) -> tuple[dict[str, list[str]], str]:
+    """Non-empty ranked lists, and a retriever that has none (drawn, not filtered for)."""
+    extra = draw(st.sampled_from(RETRIEVERS))
+    others = st.sampled_from([name for name in RETRIEVERS if name != extra])
+    lists = draw(st.dictionaries(others, st.lists(keys, min_size=1, max_size=10), min_size=1))
+    return lists, extra
+
+
+@given(lists_and_a_retriever_left_out(), weights)
+def test_being_found_by_one_more_retriever_never_lowers_a_candidate(case, w):
+    lists, extra = case
+    target = min(k for ks in lists.values() for k in ks)
     before = [f.key for f in rrf_fuse(as_hits(lists), w)]
     after = [f.key for f in rrf_fuse(as_hits({**lists, extra: [target]}), w)]
     assert after.index(target) <= before.index(target)

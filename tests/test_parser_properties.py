@@ -136,3 +136,10 @@ def test_every_link_line_number_points_at_its_link(text):
         line = lines[link.line - 1]
         assert "[[" in line or "](" in line
         assert 0 <= link.block < len(note.blocks)
+
+
+@SETTINGS
+@given(text=st.one_of(st.text(st.characters(max_codepoint=127)), MARKDOWNISH, st.text()))
+def test_the_token_estimate_is_words_plus_other_marks_for_any_text(text):
+    # ASCII text takes a byte-translation shortcut; it must count exactly what the rule says.
+    assert estimate_tokens(text) == len(re.findall(r"\w+|[^\w\s]", text))

@@ -323,14 +323,14 @@ def _hash_line_starts(text: str) -> Iterator[int]:
     tries every position of the text.
     """
     i = text.find("#")
-    while i >= 0:
+    while i >= 0:  # i is the first '#' of its line: later ones on the line cannot qualify
         line_start = text.rfind("\n", 0, i) + 1
         if i - line_start <= 3 and not text[line_start:i].strip(" "):
             yield line_start
-            i = text.find("\n", i)  # one candidate per line
-            if i < 0:
-                return
-        i = text.find("#", i + 1)
+        i = text.find("\n", i)
+        if i < 0:
+            return
+        i = text.find("#", i)
 
 
 def _clean_heading(text: str) -> str:

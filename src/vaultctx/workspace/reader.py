@@ -217,11 +217,12 @@ _WORKER_CODE = (
 
 
 def worker_command(chunk_tokens: int) -> list[str]:
-    return [sys.executable, "-c", _WORKER_CODE, json.dumps(sys.path), str(chunk_tokens)]
+    path = json.dumps([str(entry) for entry in sys.path])  # a Path sneaks in now and then
+    return [sys.executable, "-c", _WORKER_CODE, path, str(chunk_tokens)]
 
 
 class _Worker:
-    """One `python -m vaultctx.workspace.reader` process and the thread that feeds it."""
+    """One worker process, and the two threads that talk to it."""
 
     def __init__(self, chunks: list[Sequence[ReadJob]], chunk_tokens: int) -> None:
         self.process: subprocess.Popen[bytes] | None = None
