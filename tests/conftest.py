@@ -141,7 +141,7 @@ def reader_workers() -> list[int]:
     for entry in Path("/proc").glob("[0-9]*"):
         try:
             cmdline = (entry / "cmdline").read_bytes()
-            state = (entry / "stat").read_text().split()[2]
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
         except OSError:
             continue
         if b"vaultctx.workspace.reader" in cmdline and state != "Z":
