@@ -48,13 +48,28 @@ def started_workers(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return started
 
 
+def chunks_read_here(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Sizes of the chunks this process reads itself from now on (the workers read the rest)."""
+    sizes: list[int] = []
+    real = reader.read_notes
+
+    def counting(jobs, chunk_tokens):
+        sizes.append(len(jobs))
+        return real(jobs, chunk_tokens)
+
+    monkeypatch.setattr(reader, "read_notes", counting)
+    return sizes
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_workers_build_the_index_one_process_builds(
     big_vault, one_process_index, tmp_path, monkeypatch, workers
 ):
     started = started_workers(monkeypatch)
+    read_here = chunks_read_here(monkeypatch)
     report = index(big_vault, tmp_path, workers=workers)
     assert len(started) == workers
+    assert sum(read_here) < NOTES, "the workers read part of the vault"
     assert (report.added, report.skipped) == (NOTES, [])
     assert snapshot(tmp_path / "index.db") == snapshot(one_process_index)
     assert_full_text_matches_blocks(tmp_path / "index.db")
@@ -83,9 +98,9 @@ WORKERS_THAT_FAIL = {
     "dies midway": [
         sys.executable,
         "-c",
-        "from vaultctx.workspace import reader; import sys, pickle;"
-        " reader._send(sys.stdout.buffer, reader.read_notes(reader._receive(sys.stdin.buffer),"
-        " 200)); sys.exit(3)",
+        "from vaultctx.workspace import reader; import sys;"
+        " index, jobs = reader._receive(sys.stdin.buffer);"
+        " reader._send(sys.stdout.buffer, (index, reader.read_notes(jobs, 200))); sys.exit(3)",
     ],
     "talks nonsense": [
         sys.executable,
@@ -126,7 +141,7 @@ def test_a_reader_closed_midway_stops_its_workers_and_threads(big_vault, monkeyp
         for path in sorted(big_vault.rglob("*.md"))
     ]
     reads = reader.read_all(jobs, 200, workers=2)
-    first = [next(reads) for _ in range(reader._LEAD_FILES + 100)]  # some come from workers
+    first = [next(reads) for _ in range(300)]
     reads.close()
     assert len(started) == 2 and all(read.rows for read in first)
     assert [t.name for t in threading.enumerate() if t.name.startswith("vaultctx-reader")] == []

@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import pickle
-import queue
 import struct
 import subprocess
 import sys
@@ -30,7 +29,6 @@ from .parser import ParsedNote, parse_note
 PARALLEL_MIN_FILES = 400
 """Below this many files to read, a worker process would cost more than it saves."""
 MAX_AUTO_WORKERS = 3
-_LEAD_FILES = 150  # about what this process parses while a worker starts
 _CHUNK_FILES = 48  # files per message: amortizes pickling, keeps results flowing
 _CHUNKS_AHEAD = 8  # answers held per worker: bounds memory when SQLite is the slow side
 _BINARY_SNIFF = 8192
@@ -171,35 +169,71 @@ def auto_workers() -> int:
 def read_all(jobs: Sequence[ReadJob], chunk_tokens: int, workers: int) -> Iterator[NoteRead]:
     """Read `jobs` in order, in `workers` processes when there are enough files to pay off.
 
-    A worker that cannot start or dies is not an error: the files it did not deliver are
-    read here instead.
+    Chunks of files go to whoever asks first: the workers, and this process whenever the
+    next answer it needs is not ready yet (while a worker starts, or falls behind), so no
+    side waits while there is work left. Results come back in `jobs` order all the same.
+    A worker that cannot start or dies is not an error: what it did not deliver is read here.
     """
     if workers < 1 or len(jobs) < PARALLEL_MIN_FILES or not _python_can_start():
         for job in jobs:
             yield read_note(job, chunk_tokens)
         return
-    # The first files are read here while the workers start up; the rest go to the workers,
-    # chunk i to worker i % n, and every worker answers in order.
-    lead, rest = jobs[:_LEAD_FILES], jobs[_LEAD_FILES:]
-    chunks = [rest[i : i + _CHUNK_FILES] for i in range(0, len(rest), _CHUNK_FILES)]
-    workers = min(workers, len(chunks))
+    chunks = [jobs[i : i + _CHUNK_FILES] for i in range(0, len(jobs), _CHUNK_FILES)]
+    plan = _ChunkPlan(len(chunks))
     pool: list[_Worker] = []
-    delivered = 0
+    read_here: dict[int, list[NoteRead]] = {}
     try:
-        pool = [_Worker(chunks[i::workers], chunk_tokens) for i in range(workers)]
-        for job in lead:
-            yield read_note(job, chunk_tokens)
-        while delivered < len(chunks):
-            results = pool[delivered % workers].next_result()
-            if results is None:
-                break
+        for number in range(workers):
+            pool.append(_Worker(number, chunks, plan, chunk_tokens))
+        for index, chunk in enumerate(chunks):
+            while True:
+                owner = plan.owner(index, default=_HERE)
+                worker = pool[owner] if owner != _HERE else None
+                results = worker.take(index) if worker else read_here.pop(index, None)
+                if results is not None:
+                    break
+                if worker is None or worker.gone:
+                    results = read_notes(chunk, chunk_tokens)
+                    break
+                # Rather than wait, read a later chunk here (a bounded number of them).
+                spare = plan.next_free(_HERE) if len(read_here) < _CHUNKS_AHEAD else None
+                if spare is not None:
+                    read_here[spare] = read_notes(chunks[spare], chunk_tokens)
+                else:
+                    worker.wait_for(index)
             yield from results
-            delivered += 1
     finally:
         for worker in pool:
-            worker.close(finished=delivered == len(chunks))
-    for chunk in chunks[delivered:]:
-        yield from read_notes(chunk, chunk_tokens)
+            worker.close()
+
+
+_HERE = -1  # the owner of a chunk this process reads itself
+
+
+class _ChunkPlan:
+    """Hands out chunk numbers in order to whoever asks first; remembers who took which."""
+
+    def __init__(self, chunks: int) -> None:
+        self._owners: list[int | None] = [None] * chunks
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def next_free(self, taker: int) -> int | None:
+        with self._lock:
+            if self._next >= len(self._owners):
+                return None
+            index, self._next = self._next, self._next + 1
+            self._owners[index] = taker
+            return index
+
+    def owner(self, index: int, *, default: int) -> int:
+        """Who reads chunk `index`; a chunk nobody took yet goes to `default` now."""
+        with self._lock:
+            owner = self._owners[index]
+            if owner is None:  # only the chunk at the cursor can be untaken here
+                self._owners[index] = owner = default
+                self._next = index + 1
+            return owner
 
 
 def _python_can_start() -> bool:
@@ -222,71 +256,108 @@ def worker_command(chunk_tokens: int) -> list[str]:
 
 
 class _Worker:
-    """One worker process, and the two threads that talk to it."""
+    """One worker process, the thread that feeds it chunks and the one that collects answers.
 
-    def __init__(self, chunks: list[Sequence[ReadJob]], chunk_tokens: int) -> None:
-        self.process: subprocess.Popen[bytes] | None = None
+    It takes a new chunk from the plan whenever fewer than `_CHUNKS_AHEAD` of its chunks are
+    in flight or unread, which keeps it busy and bounds the answers held in memory.
+    """
+
+    def __init__(
+        self,
+        number: int,
+        chunks: Sequence[Sequence[ReadJob]],
+        plan: _ChunkPlan,
+        chunk_tokens: int,
+    ) -> None:
+        self.number = number
+        self.gone = False
+        self._answers: dict[int, list[NoteRead]] = {}
+        self._in_flight = 0
+        self._closed = False
+        self._changed = threading.Condition()
+        self._threads: list[threading.Thread] = []
         try:
-            self.process = subprocess.Popen(
+            self.process: subprocess.Popen[bytes] | None = subprocess.Popen(
                 worker_command(chunk_tokens),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
             )
         except OSError:
+            self.process = None
+            self.gone = True
             return
-        # One thread writes the jobs, another drains the answers: the worker never waits on
-        # a full pipe while this process is busy writing to SQLite.
-        self._results: queue.Queue[list[NoteRead] | None] = queue.Queue(maxsize=_CHUNKS_AHEAD)
         self._threads = [
             threading.Thread(target=target, name=f"vaultctx-reader-{name}", daemon=True)
-            for target, name in ((lambda: self._feed(chunks), "feed"), (self._collect, "collect"))
+            for target, name in (
+                (lambda: self._feed(chunks, plan), "feed"),
+                (self._collect, "collect"),
+            )
         ]
         for thread in self._threads:
             thread.start()
 
-    def _feed(self, chunks: list[Sequence[ReadJob]]) -> None:
+    def _feed(self, chunks: Sequence[Sequence[ReadJob]], plan: _ChunkPlan) -> None:
         assert self.process is not None and self.process.stdin is not None
         try:
-            for chunk in chunks:
-                _send(self.process.stdin, list(chunk))
+            while True:
+                with self._changed:
+                    self._changed.wait_for(
+                        lambda: self._closed or self.gone or self._in_flight < _CHUNKS_AHEAD
+                    )
+                    if self._closed or self.gone:
+                        return
+                    index = plan.next_free(self.number)
+                    if index is None:
+                        break
+                    self._in_flight += 1
+                _send(self.process.stdin, (index, list(chunks[index])))
             self.process.stdin.close()
-        except (OSError, ValueError):  # the worker died or was closed: the reader sees EOF
+        except (OSError, ValueError):  # the worker died or was closed: the collector sees EOF
             pass
 
     def _collect(self) -> None:
         assert self.process is not None and self.process.stdout is not None
         while True:
             try:
-                results = _receive(self.process.stdout)
-            except Exception:  # gone mid-message, or bytes that do not unpickle
-                results = None
-            if not isinstance(results, list):  # gone, or talking nonsense
-                self._results.put(None)
+                index, results = _receive(self.process.stdout)  # type: ignore[misc]
+                if not isinstance(results, list):
+                    raise TypeError("not a list of results")
+            except Exception:  # end of file, or bytes that are not an answer
+                with self._changed:
+                    self.gone = True
+                    self._changed.notify_all()
                 return
-            self._results.put(results)
+            with self._changed:
+                self._answers[index] = results
+                self._changed.notify_all()
 
-    def next_result(self) -> list[NoteRead] | None:
-        """The next chunk's results; None when the worker is gone."""
-        return None if self.process is None else self._results.get()
+    def take(self, index: int) -> list[NoteRead] | None:
+        """Chunk `index`'s answer if it has come, handing its slot to the next chunk."""
+        with self._changed:
+            results = self._answers.pop(index, None)
+            if results is not None:
+                self._in_flight -= 1
+                self._changed.notify_all()
+            return results
 
-    def close(self, *, finished: bool) -> None:
-        """Let a worker that has answered everything exit; stop any other at once."""
+    def wait_for(self, index: int) -> None:
+        with self._changed:
+            self._changed.wait_for(lambda: index in self._answers or self.gone)
+
+    def close(self) -> None:
+        """Stop the worker (it has answered everything, or is no longer needed)."""
+        with self._changed:
+            self._closed = True
+            self._answers.clear()
+            self._changed.notify_all()
         if self.process is None:
             return
-        try:
-            self.process.wait(timeout=2 if finished else 0)
-        except subprocess.TimeoutExpired:
+        if self.process.poll() is None:
             self.process.kill()
-            self.process.wait()
-        # The process is gone, so both threads end at once: the feeder on a broken pipe, the
-        # collector on end of file, once the answers it still holds are taken off its hands.
-        while any(thread.is_alive() for thread in self._threads):
-            with contextlib.suppress(queue.Empty):
-                while True:
-                    self._results.get_nowait()
-            for thread in self._threads:
-                thread.join(timeout=0.05)
+        self.process.wait()
+        for thread in self._threads:  # the process is gone: both end at once
+            thread.join()
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):
@@ -313,11 +384,11 @@ def _receive(stream: BinaryIO) -> object:
 
 
 def serve(chunk_tokens: int) -> None:
-    """A worker's loop: a chunk of jobs in, their results out, until stdin closes."""
+    """A worker's loop: (chunk number, jobs) in, (chunk number, results) out, until EOF."""
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:
-            jobs = _receive(source)
+            index, jobs = _receive(source)  # type: ignore[misc]
         except EOFError:
             return
-        _send(sink, read_notes(jobs, chunk_tokens))  # type: ignore[arg-type]
+        _send(sink, (index, read_notes(jobs, chunk_tokens)))
