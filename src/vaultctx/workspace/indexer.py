@@ -128,33 +128,36 @@ class Indexer:
         touched: list[tuple[int, int, int]] = []  # (id, mtime_ns, size): same bytes, new mtime
         names_changed = False
         reads = read_all(jobs, self.chunk_tokens, self.workers)
-        with contextlib.closing(reads), self._bulk_checkpoint(len(jobs) >= _BULK_FILES):
-            for done, read in enumerate(reads, start=1):
-                vf = by_path[read.path]
-                previous = known.get(vf.path)
-                if read.skipped:
-                    report.skipped.append((vf.path, read.skipped))
-                elif read.unchanged:
-                    assert previous is not None
-                    report.unchanged += 1
-                    touched.append((previous[0], vf.mtime_ns, vf.size))
-                else:
-                    pending.append(self._pending(vf, read, previous, gone_by_hash, known, report))
-                if len(pending) >= _WRITE_BATCH:
-                    names_changed |= self._write(pending, touched, [], report)
-                    pending, touched = [], []
-                if done % 50 == 0 or done == len(jobs):
-                    self.progress("parse", done, len(jobs))
-        deleted = [p for p in gone if p not in self._renamed_from]
-        if pending or touched or deleted:
-            names_changed |= self._write(pending, touched, deleted, report)
-        relink_all |= names_changed
-        report.deleted = len(deleted)
+        with self._bulk_checkpoint(len(jobs) >= _BULK_FILES):
+            with contextlib.closing(reads):
+                for done, read in enumerate(reads, start=1):
+                    vf = by_path[read.path]
+                    previous = known.get(vf.path)
+                    if read.skipped:
+                        report.skipped.append((vf.path, read.skipped))
+                    elif read.unchanged:
+                        assert previous is not None
+                        report.unchanged += 1
+                        touched.append((previous[0], vf.mtime_ns, vf.size))
+                    else:
+                        pending.append(
+                            self._pending(vf, read, previous, gone_by_hash, known, report)
+                        )
+                    if len(pending) >= _WRITE_BATCH:
+                        names_changed |= self._write(pending, touched, [], report)
+                        pending, touched = [], []
+                    if done % 50 == 0 or done == len(jobs):
+                        self.progress("parse", done, len(jobs))
+            deleted = [p for p in gone if p not in self._renamed_from]
+            if pending or touched or deleted:
+                names_changed |= self._write(pending, touched, deleted, report)
+            relink_all |= names_changed
+            report.deleted = len(deleted)
 
-        if relink_all:
-            report.links_resolved = self._resolve_links(None)
-        elif self._written_ids:
-            report.links_resolved = self._resolve_links(self._written_ids)
+            if relink_all:
+                report.links_resolved = self._resolve_links(None)
+            elif self._written_ids:
+                report.links_resolved = self._resolve_links(self._written_ids)
 
         if self.embedder is not None:
             self._embed(report)
@@ -168,7 +171,8 @@ class Indexer:
 
     @contextlib.contextmanager
     def _bulk_checkpoint(self, bulk: bool) -> Iterator[None]:
-        """On a big run, copy the write-ahead log into the database once, at the end.
+        """On a big run, copy the write-ahead log into the database once, after the text and
+        links are written.
 
         SQLite's default checkpoints every 4 MB of log; FTS5 merges rewrite the same pages
         batch after batch, so one checkpoint copies each page once instead of many times.
