@@ -157,6 +157,16 @@ def _no_vaultctx_environment(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key)
 
 
+@pytest.fixture(autouse=True)
+def account_dir(
+    _no_vaultctx_environment: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Account-tier memory goes under tmp, never into the user's real data directory."""
+    path = tmp_path / "account"
+    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(path))
+    return path
+
+
 @pytest.fixture
 def example_vault(tmp_path: Path) -> Path:
     """A fresh copy of examples/vault, never indexed."""

@@ -64,8 +64,7 @@ def model(llm_server: LLMServer) -> Model:
 
 
 @pytest.fixture
-def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(tmp_path / "account"))
+def vault(tmp_path: Path) -> Path:
     return write_files(tmp_path / "vault", VAULT)
 
 

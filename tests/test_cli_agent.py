@@ -24,7 +24,6 @@ def run(*args: str, stdin: str | None = None):
 
 @pytest.fixture
 def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, llm_server: LLMServer) -> Path:
-    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(tmp_path / "account"))
     monkeypatch.setenv("VAULTCTX_LLM_API_BASE", llm_server.api_base)
     root = write_files(tmp_path / "vault", NOTES)
     assert run("index", str(root), "--no-embed").exit_code == 0

@@ -26,8 +26,7 @@ SUMMARY_MARK = "Summary of the earlier turns of this session"
 
 
 @pytest.fixture
-def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(tmp_path / "account"))
+def vault(tmp_path: Path) -> Path:
     return write_files(tmp_path / "vault", VAULT)
 
 

@@ -13,13 +13,6 @@ from vaultctx.cli import cli
 from vaultctx.memory import AgentMemoryFacade
 
 
-@pytest.fixture(autouse=True)
-def account_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "account"
-    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(path))
-    return path
-
-
 @pytest.fixture
 def vault(tmp_path: Path) -> str:
     indexed_vault(tmp_path / "vault").close()

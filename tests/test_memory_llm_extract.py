@@ -22,12 +22,6 @@ FACTS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def account_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(tmp_path / "account"))
-    return tmp_path / "account"
-
-
 def facade(tmp_path: Path, server: LLMServer) -> AgentMemoryFacade:
     settings = LLMSettings(model="openai/test-extract", api_base=server.api_base, timeout=5.0)
     return AgentMemoryFacade(

@@ -33,10 +33,7 @@ def memory_eval():
     return memory_eval
 
 
-def test_locomo_conversation_recall_stays_well_above_bm25(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memory_eval
-) -> None:
-    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(tmp_path / "account"))
+def test_locomo_conversation_recall_stays_well_above_bm25(tmp_path: Path, memory_eval) -> None:
     sample = next(
         s for s in json.loads(LOCOMO.read_text(encoding="utf-8")) if s["sample_id"] == "conv-30"
     )

@@ -25,13 +25,6 @@ DIAGNOSTICS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def account_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "account"
-    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(path))
-    return path
-
-
 @pytest.fixture
 def ws(tmp_path: Path):
     workspace = indexed_vault(tmp_path / "vault")

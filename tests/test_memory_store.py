@@ -14,14 +14,6 @@ from vaultctx.memory import AgentMemoryFacade, MemoryKind, Tier
 from vaultctx.memory.migrations import SCHEMA_VERSION
 
 
-@pytest.fixture(autouse=True)
-def account_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Account memory goes to tmp, never to the real user data directory."""
-    path = tmp_path / "account"
-    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(path))
-    return path
-
-
 @pytest.fixture
 def memory(tmp_path: Path):
     facade = AgentMemoryFacade(tmp_path / "idx" / "memory.db", vault_scope="vault", user="ana")

@@ -12,19 +12,10 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from memory_helpers import HashEmbedder
 from vaultctx.memory import AgentMemoryFacade, BackgroundWriter, MemoryKind, Tier
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def account_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "account"
-    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(path))
-    return path
 
 
 class SlowFailingExtractor:

@@ -22,7 +22,6 @@ def served(
     make_vault: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Callable[..., LocalServer]]:
     monkeypatch.setenv("VAULTCTX_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(tmp_path / "account"))
     opened: list[tuple[Workspace, LocalServer]] = []
 
     def start(**config: object) -> LocalServer:
