@@ -13,7 +13,7 @@ import contextlib
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -26,7 +26,7 @@ Progress = Callable[[str, int, int], None]
 """progress(phase, done, total) with phase in 'scan', 'parse', 'embed'."""
 
 _WRITE_BATCH = 200
-_BULK_FILES = 1000  # from this many files to read, checkpoint once at the end
+_BULK_FILES = 1000  # from this many files to read, checkpoint once after text and links
 _EMBED_BATCH = 256
 
 
@@ -128,7 +128,8 @@ class Indexer:
         touched: list[tuple[int, int, int]] = []  # (id, mtime_ns, size): same bytes, new mtime
         names_changed = False
         reads = read_all(jobs, self.chunk_tokens, self.workers)
-        with self._bulk_checkpoint(len(jobs) >= _BULK_FILES):
+        bulk = len(jobs) >= _BULK_FILES
+        with self.db.one_checkpoint() if bulk else contextlib.nullcontext():
             with contextlib.closing(reads):
                 for done, read in enumerate(reads, start=1):
                     vf = by_path[read.path]
@@ -168,25 +169,6 @@ class Indexer:
             IndexDatabase.set_meta(wconn, "last_indexed", f"{time.time():.3f}")
         report.elapsed_ms = (time.perf_counter() - started) * 1000
         return report
-
-    @contextlib.contextmanager
-    def _bulk_checkpoint(self, bulk: bool) -> Iterator[None]:
-        """On a big run, copy the write-ahead log into the database once, after the text and
-        links are written.
-
-        SQLite's default checkpoints every 4 MB of log; FTS5 merges rewrite the same pages
-        batch after batch, so one checkpoint copies each page once instead of many times.
-        """
-        if not bulk:
-            yield
-            return
-        conn = self.db.connect()
-        conn.execute("PRAGMA wal_autocheckpoint=0")
-        try:
-            yield
-        finally:
-            conn.execute("PRAGMA wal_autocheckpoint=1000")
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     # --- reading -------------------------------------------------------------------------
 
