@@ -1,133 +1,129 @@
-"""Retrieval quality of select on any BEIR-format set (Cranfield by default).
+"""Retrieval quality of select: one BEIR-format set, or the whole evaluation suite.
 
-The corpus becomes a vault (one note per document, its title in the frontmatter), is indexed
-with the default model, and every judged query is run three ways: lexical only, vector only
-and fused. Prints nDCG@10, Recall@10/100, MRR@10 and latency per mode, the baselines measured
-on this machine, and one JSON line.
+    python benchmarks/eval.py [DATASET_DIR] [--layout frontmatter|h1] [--workdir DIR] [--limit N]
+    python benchmarks/eval.py --suite [--small] [--only NAME ...] [--workdir DIR]
 
-    python benchmarks/eval.py [DATASET_DIR] [--workdir DIR] [--limit N]
+One set (Cranfield by default): the corpus becomes a vault (one note per document), is indexed
+with the default model, and every judged query runs lexical only, vector only and fused;
+nDCG@10, Recall@10/100, MRR@10 and latency per mode, beside the plain RRF baseline.
+
+`--suite`: every BEIR set under shared/data in both title layouts, and every question set in
+tests/questions at note level (context sets with and without context): one table, a macro
+average, one JSON line (see suite.py). `--small` is what CI runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, check, emit_figures, load_beir, offline_env, percentile
+from common import DATA, check, emit_figures, offline_env
 
 offline_env()
 
-from vaultctx import Workspace  # noqa: E402
+import suite  # noqa: E402
 
 MODES = {"lexical": ["lexical"], "vector": ["vector"], "fused": None}
-# Measured on this machine with the same model (the issue's table), for Cranfield.
-CRANFIELD_BASELINES = {
-    "fts5 bm25 OR-query": 0.361,
-    "exact MiniLM": 0.383,
-    "plain RRF": 0.415,
-    "txtai 9.14 hybrid": 0.405,
-}
-FUSED_TARGET = 0.43
+# Targets of the Select issues: plain RRF + 0.02 on every BEIR set, and recall kept.
+MARGIN_OVER_PLAIN = 0.02
 
 
-def write_vault(corpus: dict, vault: Path) -> None:
-    """One note per document; unchanged files are left alone so re-runs index nothing."""
-    docs = vault / "docs"
-    docs.mkdir(parents=True, exist_ok=True)
-    for doc_id, doc in corpus.items():
-        title = " ".join(doc["title"].split()) or doc_id
-        body = f"---\ntitle: {json.dumps(title, ensure_ascii=False)}\n---\n{doc['text'].strip()}\n"
-        path = docs / f"{doc_id}.md"
-        if not path.exists() or path.read_text(encoding="utf-8") != body:
-            path.write_text(body, encoding="utf-8")
+def default_workdir() -> Path:
+    return Path(tempfile.gettempdir()) / "vaultctx-bench"
 
 
-def ndcg_at(ranked: list[str], grades: dict[str, int], k: int) -> float:
-    dcg = sum(grades.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
-    ideal = sorted(grades.values(), reverse=True)[:k]
-    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-    return dcg / idcg if idcg else 0.0
+def one_dataset(args: argparse.Namespace, embedder) -> int:
+    dataset = Path(args.dataset)
+    rows = suite.run_beir(
+        dataset, args.layout, Path(args.workdir), embedder, MODES, limit=args.limit
+    )
+    print(f"{dataset.name} ({args.layout} layout)")
+    header = f"{'mode':<22}{'nDCG@10':>9}{'R@10':>8}{'R@100':>8}{'MRR@10':>8}"
+    print(f"\n{header}{'p50 ms':>9}{'p95 ms':>9}")
+    for row in rows:
+        m = row.metrics
+        print(
+            f"{row.variant:<22}{m['ndcg@10']:>9.3f}{m['recall@10']:>8.3f}{m['recall@100']:>8.3f}"
+            f"{m['mrr@10']:>8.3f}{m['p50_ms']:>9.1f}{m['p95_ms']:>9.1f}"
+        )
+    plain = rows[-1].baseline
+    print(
+        f"{'plain RRF':<22}{plain['ndcg@10']:>9.3f}{plain['recall@10']:>8.3f}"
+        f"{plain['recall@100']:>8.3f}{plain['mrr@10']:>8.3f}\n"
+    )
+    fused = rows[-1].metrics
+    ok = check(
+        "fused nDCG@10 over plain RRF + 0.02",
+        fused["ndcg@10"],
+        round(plain["ndcg@10"] + MARGIN_OVER_PLAIN, 4),
+        higher_is_better=True,
+    )
+    ok &= check(
+        "fused Recall@100 vs plain RRF",
+        fused["recall@100"],
+        round(plain["recall@100"], 4),
+        higher_is_better=True,
+    )
+    emit_figures(
+        "eval",
+        {
+            "dataset": dataset.name,
+            "layout": args.layout,
+            **{
+                f"{row.variant.split()[-1]}_{key}": round(v, 4)
+                for row in rows
+                for key, v in row.metrics.items()
+            },
+            **{f"plain_{key}": round(v, 4) for key, v in plain.items()},
+        },
+    )
+    return 0 if ok else 1
 
 
-def evaluate(ws: Workspace, queries: dict, qrels: dict, retrievers: list[str] | None) -> dict:
-    ndcg, r10, r100, mrr, latency = [], [], [], [], []
-    for qid, grades in qrels.items():
-        selection = ws.select(queries[qid], k=100, max_per_note=1, retrievers=retrievers)
-        latency.append(selection.diagnostics["select_ms"])
-        ranked = [Path(n.path).stem for n in selection.notes()]
-        relevant = set(grades)
-        ndcg.append(ndcg_at(ranked, grades, 10))
-        r10.append(len(relevant & set(ranked[:10])) / len(relevant))
-        r100.append(len(relevant & set(ranked[:100])) / len(relevant))
-        mrr.append(next((1 / (i + 1) for i, d in enumerate(ranked[:10]) if d in relevant), 0.0))
-    n = len(ndcg)
-    return {
-        "ndcg@10": sum(ndcg) / n,
-        "recall@10": sum(r10) / n,
-        "recall@100": sum(r100) / n,
-        "mrr@10": sum(mrr) / n,
-        "p50_ms": percentile(latency, 50),
-        "p95_ms": percentile(latency, 95),
-        "queries": n,
-    }
+def whole_suite(args: argparse.Namespace, embedder) -> int:
+    only = (lambda name: any(o in name for o in args.only)) if args.only else (lambda name: True)
+    rows = suite.run_suite(
+        Path(args.workdir), embedder, small=args.small, only=only, log=lambda s: print(s)
+    )
+    print()
+    print(suite.table(rows))
+    ok = True
+    for row in rows:
+        if "recall@100" in row.baseline and row.counts:
+            ok &= check(
+                f"{row.dataset} {row.variant} nDCG@10 >= plain RRF + 0.02",
+                row.metrics["ndcg@10"],
+                round(row.baseline["ndcg@10"] + MARGIN_OVER_PLAIN, 4),
+                higher_is_better=True,
+            )
+            ok &= check(
+                f"{row.dataset} {row.variant} Recall@100 >= plain RRF",
+                row.metrics["recall@100"],
+                round(row.baseline["recall@100"], 4),
+                higher_is_better=True,
+            )
+    emit_figures("eval_suite", {"small": args.small, **suite.figures(rows)})
+    return 0 if ok else 1
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset", nargs="?", default=str(DATA / "cranfield"))
-    parser.add_argument("--split", default="test")
-    parser.add_argument("--workdir", help="where the vault and index are kept between runs")
+    parser.add_argument("--layout", choices=suite.LAYOUTS, default="frontmatter")
+    parser.add_argument("--workdir", default=str(default_workdir()))
     parser.add_argument("--limit", type=int, help="evaluate only the first N judged queries")
+    parser.add_argument("--suite", action="store_true", help="run the whole evaluation suite")
+    parser.add_argument("--small", action="store_true", help="with --suite: only what CI runs")
+    parser.add_argument("--only", nargs="*", help="with --suite: datasets whose name has one")
     args = parser.parse_args()
 
-    dataset = Path(args.dataset)
-    corpus, queries, qrels = load_beir(dataset, args.split)
-    qrels = {q: g for q, g in qrels.items() if q in queries}
-    if args.limit:
-        qrels = dict(list(qrels.items())[: args.limit])
-    workdir = Path(args.workdir or Path(tempfile.gettempdir()) / "vaultctx-bench" / dataset.name)
-    vault = workdir / "vault"
-    write_vault(corpus, vault)
+    from vaultctx.workspace.embeddings import Embedder
 
-    print(f"{dataset.name}: {len(corpus)} documents, {len(qrels)} judged queries")
-    with Workspace.open(vault) as ws:
-        started = time.perf_counter()
-        report = ws.index()
-        print(
-            f"indexed in {time.perf_counter() - started:.1f}s "
-            f"({report.added} added, {report.embedded} embedded)"
-        )
-        results = {mode: evaluate(ws, queries, qrels, r) for mode, r in MODES.items()}
-
-    header = f"{'mode':<10}{'nDCG@10':>9}{'R@10':>8}{'R@100':>8}{'MRR@10':>8}"
-    print(f"\n{header}{'p50 ms':>9}{'p95 ms':>9}")
-    for mode, m in results.items():
-        print(
-            f"{mode:<10}{m['ndcg@10']:>9.3f}{m['recall@10']:>8.3f}{m['recall@100']:>8.3f}"
-            f"{m['mrr@10']:>8.3f}{m['p50_ms']:>9.1f}{m['p95_ms']:>9.1f}"
-        )
-    fused = results["fused"]["ndcg@10"]
-    ok = fused >= max(results["lexical"]["ndcg@10"], results["vector"]["ndcg@10"])
-    print(f"\nfused >= each single retriever: {'PASS' if ok else 'MISS'}")
-    if dataset.name == "cranfield":
-        print("baselines measured on this machine (nDCG@10):")
-        for name, value in CRANFIELD_BASELINES.items():
-            print(f"  {name:<22}{value:.3f}")
-        ok &= check("fused nDCG@10", fused, FUSED_TARGET, higher_is_better=True)
-    emit_figures(
-        "eval",
-        {
-            "dataset": dataset.name,
-            **{f"{mode}_{key}": round(v, 4) for mode, m in results.items() for key, v in m.items()},
-        },
-    )
-    return 0 if ok else 1
+    embedder = Embedder()
+    return whole_suite(args, embedder) if args.suite else one_dataset(args, embedder)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vaultctx.pipeline.fusion import Hit, rrf_fuse
+from vaultctx.pipeline.fusion import Hit, rrf_fuse, rrf_order
 
 RETRIEVERS = ["lexical", "vector", "graph", "memory"]
 keys = st.sampled_from([f"block:{i}" for i in range(12)])
@@ -92,3 +92,9 @@ def test_being_found_by_one_more_retriever_never_lowers_a_candidate(case, w):
 def test_ties_break_by_key_so_order_never_depends_on_chance():
     fused = rrf_fuse({"lexical": [Hit("block:9", 1.0)], "vector": [Hit("block:1", 1.0)]})
     assert [f.key for f in fused] == ["block:1", "block:9"]
+
+
+@given(ranked_lists)
+def test_rrf_order_is_rrf_fuse_with_equal_weights(lists):
+    hits = as_hits(lists)
+    assert rrf_order(hits) == [f.key for f in rrf_fuse(hits)]

@@ -676,8 +676,24 @@ def test_the_embedded_text_is_title_heading_path_and_block_text(make_vault):
     fake = FakeEmbedder()
     with Workspace.open(root, embedder=fake) as ws:
         ws.index()
-    # the empty "# Ivy" section embeds as the title alone; the folder is never part of it
-    assert sorted(fake.seen) == ["Ivy", "Ivy\nIvy > Honey\nSets hard."]
+    # the empty "# Ivy" section embeds as the title alone, which the H1 does not repeat;
+    # the folder is never part of it
+    assert sorted(fake.seen) == ["Ivy", "Ivy\nHoney\nSets hard."]
+
+
+def test_a_title_embeds_the_same_from_frontmatter_or_an_opening_h1(make_vault):
+    root = make_vault(
+        {
+            "docs/17.md": "# Thermal lift\n\nWings at speed.\n",
+            "docs/18.md": "---\ntitle: Thermal lift\n---\nWings at speed.\n",
+        }
+    )
+    fake = FakeEmbedder()
+    with Workspace.open(root, embedder=fake) as ws:
+        ws.index()
+        titles = dict(ws.db.connect().execute("SELECT path, title FROM notes"))
+    assert titles == {"docs/17.md": "Thermal lift", "docs/18.md": "Thermal lift"}
+    assert sorted(set(fake.seen)) == ["Thermal lift\nWings at speed."]
 
 
 @pytest.mark.slow

@@ -56,9 +56,11 @@ def test_mcp_tools_select_and_read_notes_read_only(make_vault: Callable[..., Pat
 
     result = run_session(vault, steps)
     tools = result["tools"]
-    assert set(tools) == {"select", "read_note", "context", "memory_search"}
-    for tool in tools.values():
-        assert tool.annotations is not None and tool.annotations.read_only_hint is True
+    assert set(tools) == {"select", "read_note", "context", "memory_search", "touch"}
+    for name, tool in tools.items():
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is (name != "touch")
+        assert tool.annotations.destructive_hint is False
     assert "query" in tools["select"].input_schema["properties"]
 
     selected = result["select"]
@@ -77,3 +79,35 @@ def test_mcp_tools_select_and_read_notes_read_only(make_vault: Callable[..., Pat
     assert context.structured_content["items"][0]["path"] == "Hives/Varroa.md"
     assert not result["memories"].is_error
     assert result["memories"].structured_content["memories"] == []
+
+
+TWINS = {
+    "Sync/Introduction.md": "# Sync\nKeeps devices in step. See [[Sync/Security]].\n",
+    "Sync/Security.md": "# Security\nEncryption keeps what you store private.\n",
+    "Publish/Introduction.md": "# Publish\nPuts notes online. See [[Publish/Security]].\n",
+    "Publish/Security.md": "# Security\nEncryption keeps what you store private.\n",
+}
+
+
+def test_mcp_touch_is_the_open_note_select_then_favours(make_vault: Callable[..., Path]) -> None:
+    vault = make_vault(TWINS)
+    with Workspace.open(vault, {"embed": False}) as ws:
+        ws.index()
+
+    async def steps(client: Client) -> dict:
+        touched = await client.call_tool("touch", {"note": "Publish/Introduction"})
+        selected = await client.call_tool("select", {"query": "security encryption", "k": 4})
+        unknown = await client.call_tool("touch", {"note": "Nowhere"})
+        return {"touched": touched, "select": selected, "unknown": unknown}
+
+    result = run_session(vault, steps)
+    assert result["touched"].structured_content == {
+        "path": "Publish/Introduction.md",
+        "touched": True,
+    }
+    assert result["unknown"].is_error
+    over_mcp = [c["id"] for c in result["select"].structured_content["candidates"]]
+    with Workspace.open(vault, {"embed": False}) as ws:  # the same index, through the API
+        in_process = [c.id for c in ws.select("security encryption", k=4).candidates]
+        assert ws.select("security encryption", k=1).candidates[0].path == "Publish/Security.md"
+    assert over_mcp == in_process

@@ -47,11 +47,17 @@ class Config(BaseModel):
     llm_api_base: str | None = Field(None, description="OpenAI-compatible base URL, if any")
     llm_timeout: float = Field(1.5, gt=0, description="seconds the refine gate waits")
     budget_tokens: int = Field(2000, ge=1, description="SessionContext token budget")
-    rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant")
-    weight_lexical: float = Field(1.0, ge=0)
-    weight_vector: float = Field(1.0, ge=0)
-    weight_graph: float = Field(0.3, ge=0)
-    weight_memory: float = Field(0.7, ge=0)
+    rrf_k: int = Field(
+        60, ge=1, description="reciprocal rank fusion constant (block order, memory recall)"
+    )
+    weight_lexical: float = Field(1.0, ge=0, description="fusion weight of FTS5 bm25")
+    weight_vector: float = Field(2.0, ge=0, description="fusion weight of embedding search")
+    weight_graph: float = Field(
+        0.5,
+        ge=0,
+        description="how far notes linked to what you have open are lifted (share of their score)",
+    )
+    weight_memory: float = Field(0.7, ge=0, description="fusion weight of memories")
     memory_half_life_days_conversation: float = Field(
         1.0, gt=0, description="days until a conversation memory's recency halves"
     )

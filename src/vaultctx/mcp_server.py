@@ -1,8 +1,9 @@
-"""`vaultctx mcp`: the vault as read-only context tools for AI desktop clients (MCP, stdio).
+"""`vaultctx mcp`: the vault as context tools for AI desktop clients (MCP, stdio).
 
-Built on the official MCP Python SDK (`MCPServer`). Every tool here only reads the vault
-and its index and says so with `readOnlyHint`; tools that change a note belong to the agent,
-behind its PermissionGuard, and are not exposed here.
+Built on the official MCP Python SDK (`MCPServer`). No tool here changes a note: the search
+tools only read the vault and its index and say so with `readOnlyHint`; `touch` records in
+the index which note the user has open. Tools that change notes belong to the agent, behind
+its PermissionGuard, and are not exposed here.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ READ_ONLY = ToolAnnotations(
 )
 # context may ask the configured LLM to choose what to keep: read-only, but not closed-world.
 READ_ONLY_WITH_LLM = ToolAnnotations(read_only_hint=True, destructive_hint=False)
+# touch writes one row to the index (never to the vault); touching again only refreshes it.
+RECORDS_CONTEXT = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 MAX_NOTE_CHARS = 200_000
 
 
@@ -76,6 +81,13 @@ def create_mcp_server(workspace: Workspace, *, use_vectors: bool = True) -> MCPS
         the vault's config), with a hash that identifies this exact context."""
         session = ws.context(query, budget_tokens=budget, use_vectors=use_vectors)
         return session.contract()
+
+    @server.tool(title="Say which note is open", annotations=RECORDS_CONTEXT)
+    def touch(note: str) -> dict[str, Any]:
+        """Record that the user opened or is working on `note` (vault path, file name, title
+        or alias), e.g. the note open in the editor. Later selects favour the notes it links
+        to when a question could mean several; the most recent touch counts most."""
+        return {"path": ws.touch(note), "touched": True}
 
     @server.tool(title="Search memories", annotations=READ_ONLY)
     def memory_search(query: str, k: int = 10) -> dict[str, Any]:

@@ -191,11 +191,12 @@ def render_selection(selection: Selection) -> None:
             dropped = ", ".join(f"{w} ({why})" for w, why in lexical["dropped"].items())
             console.print(f"[bold]dropped:[/] {escape(dropped)}")
         graph = explain.get("graph") or {}
+        context = ", ".join(f"{c['path']} ({c['weight']:g})" for c in graph.get("context", []))
         console.print(
-            f"[bold]graph seeds:[/] context {escape(str(graph.get('context_seeds')))}; "
-            f"hits {escape(str(graph.get('hit_seeds')))}"
+            f"[bold]context:[/] {escape(context or 'nothing opened or touched lately')}"
+            f" · {graph.get('near', 0)} notes linked · lift up to {graph.get('lift', 0):g}×"
         )
-        console.print(f"[bold]weights:[/] {explain.get('weights')} rrf_k={explain.get('rrf_k')}")
+        console.print(f"[bold]weights:[/] {explain.get('weights')}")
 
 
 def _fold(text: str) -> str:

@@ -69,3 +69,23 @@ def rrf_fuse(
         )
     )
     return fused
+
+
+def rrf_order(ranked: Mapping[str, Sequence[Hit]], *, k: int = DEFAULT_RRF_K) -> list[str]:
+    """The keys of `rrf_fuse` with equal weights, in the same order, without building
+    provenance: select orders a few hundred blocks with it on every query."""
+    scores: dict[str, float] = {}
+    found: dict[str, int] = {}
+    best: dict[str, int] = {}
+    for name in sorted(ranked):
+        seen: set[str] = set()
+        rank = 0
+        for hit in ranked[name]:
+            if hit.key in seen:
+                continue
+            seen.add(hit.key)
+            rank += 1
+            scores[hit.key] = scores.get(hit.key, 0.0) + 1.0 / (k + rank)
+            found[hit.key] = found.get(hit.key, 0) + 1
+            best[hit.key] = min(best.get(hit.key, rank), rank)
+    return sorted(scores, key=lambda key: (-scores[key], -found[key], best[key], key))

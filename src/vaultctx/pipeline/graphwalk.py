@@ -1,12 +1,21 @@
-"""Graph retrieval: personalized PageRank over the wiki-link graph.
+"""Graph retrieval: the wiki-link graph around what the user is working on.
 
-Seeds are what the user is working on (notes touched or opened recently, notes edited
-recently) and the query's best lexical and vector hits. The walk surfaces notes linked to
-them — even ones that share no word with the query. Context seeds are not returned
-themselves: they steer the walk but say nothing about the query.
+The notes the user opened or touched (the note open in the editor most of all) and the notes
+edited lately are the context. An ambiguous question — "security and privacy" while reading
+about one of two products that each have such a page — means the page the open note links
+to. `proximity` walks one step from each context note along its links (and, at half
+strength, its backlinks) and gives every note it reaches a nearness in [0, 1]: select lifts
+matching notes by it.
 
-The walk is numpy only (a bincount per iteration over the edge list), so a lexical-only
-query never pays for importing scipy or networkx.
+- The most recent touch weighs 1, each older one ORDER_DECAY of the one after it, and every
+  touch fades with age (ACCESS_HALF_LIFE_S): a note opened long ago says little.
+- A hub — a map of content, a settings page, linked to and from everything — is reached
+  from every direction, so what reaches it counts less: a note's nearness is damped by the
+  square root of its degree over the vault's typical degree.
+- Recently edited notes are context too, at half weight, unless a sync or bulk import
+  changed so many notes at once that mtimes say nothing.
+
+Numpy only: a lexical-only query never pays for importing networkx or scipy.
 """
 
 from __future__ import annotations
@@ -20,29 +29,28 @@ import numpy as np
 
 from ..workspace.graph import LINK_KIND_WEIGHTS
 
-BACKLINK_FACTOR = 0.5  # a note linking to a seed is related, a little less than one it links to
-RESTART = 0.25  # teleport probability: short walks, stay near the seeds
-# Each step keeps 75 % of the previous error: after 10 steps the ranking near the seeds, the
-# only part select uses, no longer moves (same top 20, same order, as after 15 steps on the
-# 10k-note synthetic vault), and each step costs ~0.2 ms at 60k links.
-MAX_ITERATIONS = 10
-TOLERANCE = 1e-4
-ACCESS_HALF_LIFE_S = 2 * 86400.0
+BACKLINK_FACTOR = 0.5  # a note linking to the open one is related, less than one it links to
+ORDER_DECAY = 0.25
+ACCESS_HALF_LIFE_S = 86400.0
 EDIT_WINDOW_S = 3 * 86400.0
+EDIT_FACTOR = 0.5  # an edit says a little less about the question than opening the note
 MAX_ACCESS_SEEDS = 10
 MAX_EDIT_SEEDS = 5
-MAX_HIT_SEEDS = 5
-CONTEXT_SHARE = 0.4  # share of the walk's restart mass on what the user works on
 
 
 @dataclass(frozen=True)
 class LinkGraph:
+    """Links as an adjacency list sorted by source row: row r's edges are
+    `dst[starts[r]:starts[r + 1]]` with `strength` 1 per link (1.5 an embed), 0.5 per
+    backlink, summed when notes link both ways."""
+
     generation: str | None
-    note_ids: np.ndarray  # sorted int64
-    src: np.ndarray  # int64 row indices
-    dst: np.ndarray
-    weight: np.ndarray  # float64, normalized per source row
-    dangling: np.ndarray  # bool per row: no outgoing edges
+    note_ids: np.ndarray  # sorted int64; row = index
+    dst: np.ndarray  # int64 row per edge
+    strength: np.ndarray  # float64 per edge
+    starts: np.ndarray  # int64, size + 1
+    degree: np.ndarray  # float64 per row: distinct notes linked to or from
+    typical_degree: float  # median degree of linked notes
 
     @property
     def size(self) -> int:
@@ -55,27 +63,6 @@ class LinkGraph:
         ids = np.asarray(note_ids, dtype=np.int64)
         idx = np.clip(np.searchsorted(self.note_ids, ids), 0, self.size - 1)
         return idx[self.note_ids[idx] == ids]
-
-    def personalized_pagerank(self, seeds: dict[int, float]) -> np.ndarray:
-        """Stationary distribution of a walk that restarts at `seeds` (row -> weight)."""
-        n = self.size
-        p = np.zeros(n)
-        for row, w in seeds.items():
-            p[row] += w
-        total = p.sum()
-        if total <= 0:
-            return p
-        p /= total
-        r = p.copy()
-        for _ in range(MAX_ITERATIONS):
-            spread = np.bincount(self.dst, weights=r[self.src] * self.weight, minlength=n)
-            leaked = r[self.dangling].sum()
-            nxt = RESTART * p + (1 - RESTART) * (spread + leaked * p)
-            if np.abs(nxt - r).sum() < TOLERANCE:
-                r = nxt
-                break
-            r = nxt
-        return r
 
 
 def load_link_graph(conn: sqlite3.Connection, generation: str | None) -> LinkGraph:
@@ -91,19 +78,25 @@ def load_link_graph(conn: sqlite3.Connection, generation: str | None) -> LinkGra
         weights[(source, target)] = weights.get((source, target), 0.0) + w
         weights[(target, source)] = weights.get((target, source), 0.0) + w * BACKLINK_FACTOR
     n = len(note_ids)
-    if not weights:
-        empty = np.empty(0, dtype=np.int64)
-        return LinkGraph(generation, note_ids, empty, empty, np.empty(0), np.ones(n, bool))
-    pairs = np.array(list(weights), dtype=np.int64)
+    pairs = np.array(sorted(weights), dtype=np.int64).reshape(-1, 2)
     src = np.searchsorted(note_ids, pairs[:, 0])
     dst = np.searchsorted(note_ids, pairs[:, 1])
-    w = np.fromiter(weights.values(), dtype=np.float64, count=len(weights))
-    out = np.bincount(src, weights=w, minlength=n)
-    return LinkGraph(generation, note_ids, src, dst, w / out[src], out == 0)
+    strength = np.fromiter((weights[(a, b)] for a, b in pairs.tolist()), np.float64, len(pairs))
+    degree = np.bincount(src, minlength=n).astype(np.float64)
+    linked = degree[degree > 0]
+    return LinkGraph(
+        generation,
+        note_ids,
+        dst,
+        strength,
+        np.searchsorted(src, np.arange(n + 1)),
+        degree,
+        float(np.median(linked)) if linked.size else 1.0,
+    )
 
 
 class LinkGraphStore:
-    """The walkable graph, rebuilt only when the index generation moves."""
+    """The graph, rebuilt only when the index generation moves."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -122,75 +115,52 @@ class LinkGraphStore:
 def context_seeds(
     conn: sqlite3.Connection, note_count: int, now: float | None = None
 ) -> dict[int, float]:
-    """Notes the user is working on: recently touched/opened, recently edited (note id -> w)."""
+    """What the user is working on, as note id -> weight. Notes opened or touched: the most
+    recent weighs 1, each older one ORDER_DECAY times the one after it. Notes edited lately,
+    ranked the same way among themselves at EDIT_FACTOR, unless a sync or import changed
+    so many at once that mtimes say nothing. Everything fades with age."""
     now = time.time() if now is None else now
-    seeds: dict[int, float] = {}
-    for note_id, at in conn.execute(
-        "SELECT note_id, max(at) AS last FROM accesses GROUP BY note_id ORDER BY last DESC LIMIT ?",
+    touched = conn.execute(
+        "SELECT note_id, max(at) AS last FROM accesses GROUP BY note_id"
+        " ORDER BY last DESC, note_id LIMIT ?",
         (MAX_ACCESS_SEEDS,),
-    ):
-        seeds[note_id] = seeds.get(note_id, 0.0) + 0.5 ** (max(now - at, 0) / ACCESS_HALF_LIFE_S)
+    ).fetchall()
     cutoff_ns = int((now - EDIT_WINDOW_S) * 1e9)
-    recent = conn.execute("SELECT count(*) FROM notes WHERE mtime_ns >= ?", (cutoff_ns,))
-    recent = recent.fetchone()[0]
-    if recent > MAX_EDIT_SEEDS and recent > note_count * 0.1:
-        # A fresh clone, sync or bulk import touched everything: mtimes say nothing.
-        return seeds
-    for note_id, mtime_ns in conn.execute(
-        "SELECT id, mtime_ns FROM notes WHERE mtime_ns >= ? ORDER BY mtime_ns DESC LIMIT ?",
-        (cutoff_ns, MAX_EDIT_SEEDS),
-    ):
-        age = max(now - mtime_ns / 1e9, 0)
-        seeds[note_id] = seeds.get(note_id, 0.0) + 0.5 * 0.5 ** (age / ACCESS_HALF_LIFE_S)
+    (recent,) = conn.execute(
+        "SELECT count(*) FROM notes WHERE mtime_ns >= ?", (cutoff_ns,)
+    ).fetchone()
+    edited = []
+    if not (recent > MAX_EDIT_SEEDS and recent > note_count * 0.1):
+        edited = [
+            (note, mtime_ns / 1e9)
+            for note, mtime_ns in conn.execute(
+                "SELECT id, mtime_ns FROM notes WHERE mtime_ns >= ?"
+                " ORDER BY mtime_ns DESC, id LIMIT ?",
+                (cutoff_ns, MAX_EDIT_SEEDS),
+            )
+        ]
+    seeds: dict[int, float] = {}
+    for events, factor in ((touched, 1.0), (edited, EDIT_FACTOR)):
+        for order, (note, at) in enumerate(events):
+            age = max(now - at, 0.0)
+            weight = factor * ORDER_DECAY**order * 0.5 ** (age / ACCESS_HALF_LIFE_S)
+            seeds[note] = seeds.get(note, 0.0) + weight
     return seeds
 
 
-def walk(
-    graph: LinkGraph,
-    context: dict[int, float],
-    hit_notes: list[int],
-    limit: int,
-    allowed: set[int] | None = None,
-) -> tuple[list[tuple[int, float]], dict]:
-    """Rank notes near the seeds; returns ([(note id, score)], explain)."""
-    hits = {note: 1.0 / (rank + 1) for rank, note in enumerate(hit_notes[:MAX_HIT_SEEDS])}
-    explain = {
-        "context_seeds": sorted(context, key=lambda n: -context[n]),
-        "hit_seeds": list(hits),
-    }
-    if graph.size == 0 or graph.src.size == 0 or not (context or hits):
-        return [], explain
-    seeds: dict[int, float] = {}
-    parts = [
-        (hits, 1.0 - CONTEXT_SHARE if context else 1.0),
-        (context, CONTEXT_SHARE if hits else 1.0),
-    ]
-    for weights, share in parts:
-        total = sum(weights.values())
-        if total <= 0:
-            continue
-        rows = graph.rows(list(weights))
-        lookup = dict(zip(graph.note_ids[rows].tolist(), rows.tolist(), strict=True))
-        for note, w in weights.items():
-            if note in lookup:
-                seeds[lookup[note]] = seeds.get(lookup[note], 0.0) + share * w / total
-    if not seeds:
-        return [], explain
-    scores = graph.personalized_pagerank(seeds)
-    # What the user works on steers the walk but is not itself an answer to the query;
-    # the query's own best hits stay in, ranked by the walk like everything else.
-    context_only = graph.rows([note for note in context if note not in hits])
-    scores[context_only] = 0.0
-    order = np.argsort(-scores, kind="stable")
-    results: list[tuple[int, float]] = []
-    for row in order:
-        score = float(scores[row])
-        if score <= 1e-9:
-            break
-        note = int(graph.note_ids[row])
-        if allowed is not None and note not in allowed:
-            continue
-        results.append((note, score))
-        if len(results) >= limit:
-            break
-    return results, explain
+def proximity(graph: LinkGraph, seeds: dict[int, float]) -> dict[int, float]:
+    """Each note one link away from the context, with its nearness in [0, 1]: the sum over
+    context notes of their weight × the link's strength (capped at 1) × the hub damping,
+    capped at 1. A context note is near another context note that links to it."""
+    if graph.size == 0 or not seeds:
+        return {}
+    near: dict[int, float] = {}
+    for row in graph.rows(list(seeds)).tolist():
+        weight = seeds[int(graph.note_ids[row])]
+        lo, hi = int(graph.starts[row]), int(graph.starts[row + 1])
+        targets = graph.dst[lo:hi]
+        damping = np.minimum(1.0, np.sqrt(graph.typical_degree / graph.degree[targets]))
+        values = weight * np.minimum(graph.strength[lo:hi], 1.0) * damping
+        for note, value in zip(graph.note_ids[targets].tolist(), values.tolist(), strict=True):
+            near[note] = near.get(note, 0.0) + value
+    return {note: min(value, 1.0) for note, value in near.items()}

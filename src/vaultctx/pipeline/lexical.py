@@ -1,9 +1,11 @@
 """Lexical retrieval: FTS5 bm25 over blocks, with query building that keeps latency flat.
 
-A user's words become an OR of discriminating terms: tokenized by the index's own tokenizer
-(porter, unicode61, diacritics removed), stop-words dropped, terms too common to tell blocks
-apart dropped unless nothing else remains, quoted phrases kept as phrases, `term*` as a prefix.
-Every term is quoted in the MATCH expression, so no user input is ever FTS5 syntax.
+A user's words become an OR of terms: tokenized by the index's own tokenizer (porter,
+unicode61, diacritics removed), stop-words dropped, quoted phrases kept as phrases, `term*`
+as a prefix. Every term is quoted in the MATCH expression, so no user input is ever FTS5
+syntax. Common terms cost the most to score and say the least, but a dropped term is a lost
+candidate: they are dropped, most common first, only while the query would read more than
+POSTINGS_BUDGET postings — which happens in large vaults only.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 # bm25 column weights for (title, heading_path, text): a word in a note's title or a section's
 # heading says more about the block than the same word in passing.
 DEFAULT_COLUMN_WEIGHTS = (3.0, 2.0, 1.0)
-# A term in more than this share of blocks (and more than COMMON_TERM_MIN_DOCS blocks) barely
-# discriminates, yet costs the most to score. Small vaults keep every term: they are fast anyway.
-COMMON_TERM_RATIO = 0.02
-COMMON_TERM_MIN_DOCS = 2000
+# A term in at most this share of blocks is always kept; more common ones are kept while the
+# query's postings (the sum of its terms' block counts) stay within the budget.
+COMMON_TERM_SHARE = 0.05
+POSTINGS_BUDGET = 10_000
 MAX_TERMS = 16
 DF_CACHE_SIZE = 50_000
 
@@ -122,8 +124,6 @@ def build_query(
     text: str,
     tokenizer: QueryTokenizer,
     total_blocks: int,
-    *,
-    common_ratio: float = COMMON_TERM_RATIO,
 ) -> LexicalQuery:
     dropped: dict[str, str] = {}
     phrases: list[str] = []
@@ -163,18 +163,18 @@ def build_query(
     for stem, token in candidates:
         if freqs.get(stem, 0) == 0:
             dropped[token.lower()] = "not in the index"
-    limit = max(COMMON_TERM_MIN_DOCS, int(total_blocks * common_ratio))
-    rare = [(stem, token) for stem, token in present if freqs[stem] <= limit]
-    if not rare and present and not phrases and not prefixes:
-        # Everything is common: keep the least common term rather than return nothing.
-        rare = [min(present, key=lambda st: (freqs[st[0]], st[0]))]
-    for stem, token in present:
-        if (stem, token) not in rare:
-            dropped[token.lower()] = f"too common ({freqs[stem]} of {total_blocks} blocks)"
-    rare.sort(key=lambda st: freqs[st[0]])
-    for _, token in rare[MAX_TERMS:]:
+    present.sort(key=lambda st: (freqs[st[0]], st[0]))
+    for _, token in present[MAX_TERMS:]:
         dropped[token.lower()] = "query too long"
-    rare = rare[:MAX_TERMS]
+    rare: list[tuple[str, str]] = []
+    postings = 0
+    for stem, token in present[:MAX_TERMS]:
+        common = freqs[stem] > COMMON_TERM_SHARE * total_blocks
+        if common and rare and postings + freqs[stem] > POSTINGS_BUDGET:
+            dropped[token.lower()] = f"too common ({freqs[stem]} of {total_blocks} blocks)"
+            continue
+        rare.append((stem, token))
+        postings += freqs[stem]
 
     clauses = [_quote(token) for _, token in rare]
     clauses += [f"{_quote(p)}*" for p in prefixes]

@@ -1,9 +1,11 @@
-"""Select: lexical, vector and graph retrieval run side by side, fused by weighted RRF.
+"""Select: lexical, vector and graph retrieval side by side, ranked per note.
 
-Deterministic and token-free. The query embedding (~10 ms) is the floor; the FTS5 search
-runs in the calling thread while the model encodes in a worker thread (both release the
-GIL), and the graph walk, which seeds from their best hits, takes a millisecond after them.
-Any retriever can fail alone: select still answers and says which path it took.
+Deterministic and token-free. The query embedding (~10 ms) is the floor; the FTS5 searches
+run in the calling thread while the model encodes in a worker thread (both release the
+GIL), and the graph — the notes linked to what the user has open — is read meanwhile. The
+lists are fused per note (`notes.py`) and the best blocks of the best notes are returned
+(`candidates.py`). Any retriever can fail alone: select still answers and says which path
+it took.
 """
 
 from __future__ import annotations
@@ -21,18 +23,22 @@ import numpy as np
 
 from ..errors import EmbeddingUnavailable, InvalidQuery
 from . import lexical
+from .candidates import block_notes, build_candidates, note_paths
 from .filters import allowed_notes
-from .fusion import Hit, rrf_fuse
-from .graphwalk import LinkGraphStore, context_seeds, walk
-from .models import Candidate, Filters, Selection, Source
-from .vectors import VectorStore, dot_rows
+from .fusion import Hit, rrf_order
+from .graphwalk import LinkGraphStore, context_seeds, proximity
+from .models import Filters, Selection
+from .notes import RankedNote, fuse_scores, lift, note_id, note_key, roll_up
+from .vectors import VectorStore
 
 if TYPE_CHECKING:
     from ..workspace.core import Workspace
 
-LEXICAL_DEPTH = 50
-VECTOR_DEPTH = 50
-GRAPH_DEPTH = 20
+# Deep enough that a hundred notes reach fusion from each side: what refine needs, and what
+# Recall@100 measures.
+LEXICAL_DEPTH = 100  # blocks
+VECTOR_DEPTH = 100  # blocks
+NOTE_DEPTH = 100  # notes, by their best block's cosine
 MAX_QUERY_CHARS = 2000
 DEFAULT_MAX_PER_NOTE = 3
 FEEDBACK_DOCS = 3
@@ -72,6 +78,8 @@ class _Run:
     skipped: bool = False
     feedback: int = 0  # blocks the vector query was refined with
     pool: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    notes: list[Hit] = field(default_factory=list)  # vector: notes by their best block
+    maxima: tuple[np.ndarray, np.ndarray] | None = None  # vector: every note's best score
 
 
 class Selector:
@@ -195,7 +203,7 @@ class Selector:
         for name, retriever in self.retrievers.items():
             if not on(name) or (filters.kinds and name not in filters.kinds and name == "memory"):
                 continue
-            request = RetrievalRequest(text, LEXICAL_DEPTH, filters, allowed)
+            request = RetrievalRequest(text, NOTE_DEPTH, filters, allowed)
             extra_futures[name] = self._executor().submit(self._timed, retriever.retrieve, request)
 
         if on("lexical"):
@@ -204,8 +212,19 @@ class Selector:
             )
         else:
             lexical_query, runs["lexical"] = None, _Run(skipped=True)
-        link_graph = self.graph.get(conn, generation)
-        context = context_seeds(conn, link_graph.size)
+        t0 = time.perf_counter()
+        context: dict[int, float] = {}
+        if on("graph"):
+            link_graph = self.graph.get(conn, generation)
+            context = context_seeds(conn, link_graph.size)
+            near = proximity(link_graph, context)
+            if allowed is not None:
+                near = {n: v for n, v in near.items() if n in allowed}
+            ordered = sorted(near.items(), key=lambda kv: (-kv[1], kv[0]))
+            graph_hits = [Hit(note_key(n), v) for n, v in ordered]
+            runs["graph"] = _Run(graph_hits, (time.perf_counter() - t0) * 1000)
+        else:
+            runs["graph"] = _Run(skipped=True)
 
         if vector_future is not None:
             runs["vector"] = vector_future.result()
@@ -216,25 +235,19 @@ class Selector:
         for name, future in extra_futures.items():
             runs[name] = future.result()
 
-        # Graph walk seeded by context and by the notes of the best lexical/vector hits.
-        t0 = time.perf_counter()
-        block_notes = self._block_notes(
-            conn, [h.key for name in ("lexical", "vector") for h in runs[name].hits]
+        ranked = self._rank_notes(conn, runs)
+        matrix = self.vectors.get(conn, generation, model) if query_vector[0] is not None else None
+        candidates = build_candidates(
+            conn,
+            ranked,
+            {name: run.hits for name, run in runs.items()},
+            k=k,
+            max_per_note=max_per_note,
+            kinds=filters.kinds,
+            rrf_k=ws.config.rrf_k,
+            matrix=matrix,
+            query_vector=query_vector[0],
         )
-        hit_notes = _interleave_notes([runs["lexical"].hits, runs["vector"].hits], block_notes)
-        walked, graph_explain = (
-            walk(link_graph, context, hit_notes, GRAPH_DEPTH, allowed)
-            if on("graph")
-            else ([], {"context_seeds": [], "hit_seeds": []})
-        )
-        graph_hits = self._anchor_graph_hits(
-            conn, walked, runs, block_notes, query_vector[0], generation, model
-        )
-        runs["graph"] = _Run(graph_hits, (time.perf_counter() - t0) * 1000)
-
-        ranked = {name: run.hits for name, run in runs.items() if run.hits}
-        fused = rrf_fuse(ranked, self.weights(), k=ws.config.rrf_k)
-        candidates = self._materialize(conn, fused, runs, k, max_per_note, filters)
 
         diagnostics: dict[str, Any] = {
             "select_ms": round((time.perf_counter() - started) * 1000, 3)
@@ -244,6 +257,7 @@ class Selector:
             diagnostics[f"{name}_ms"] = round(run.ms, 3)
             diagnostics[f"{name}_hits"] = len(run.hits)
         diagnostics["vector_feedback"] = runs["vector"].feedback
+        diagnostics["context_notes"] = len(context)
         diagnostics["store_size"] = store_size
         diagnostics["retrieval_path"] = _retrieval_path(runs, use_vectors, vectors_indexed)
         errors = {name: run.error for name, run in runs.items() if run.error}
@@ -252,17 +266,21 @@ class Selector:
 
         explained = None
         if explain:
+            paths = note_paths(conn, list(context))
             explained = {
                 "lexical": lexical_query.explain() if lexical_query else None,
                 "graph": {
-                    **graph_explain,
-                    "context_seeds": self._paths(conn, graph_explain["context_seeds"]),
-                    "hit_seeds": self._paths(conn, graph_explain["hit_seeds"][:5]),
+                    "context": [
+                        {"path": paths[n], "weight": round(w, 4)}
+                        for n, w in sorted(context.items(), key=lambda kv: (-kv[1], kv[0]))
+                        if n in paths
+                    ],
+                    "near": len(runs["graph"].hits),
+                    "lift": ws.config.weight_graph,
                 },
                 "filters": filters.model_dump(mode="json", exclude_defaults=True),
                 "allowed_notes": None if allowed is None else len(allowed),
                 "weights": self.weights(),
-                "rrf_k": ws.config.rrf_k,
                 "ranks": {
                     c.id: {name: s.rank for name, s in c.sources.items()} for c in candidates
                 },
@@ -270,6 +288,29 @@ class Selector:
         return Selection(
             query=text, candidates=candidates, diagnostics=diagnostics, explain=explained
         )
+
+    def _rank_notes(self, conn: sqlite3.Connection, runs: dict[str, _Run]) -> list[RankedNote]:
+        """Fuse the note lists, then lift the notes near the context."""
+        lexical_hits = runs["lexical"].hits
+        owners = block_notes(conn, [h.key for h in lexical_hits])
+        lists: dict[str, list[Hit]] = {
+            "lexical": roll_up(lexical_hits, owners),
+            "vector": runs["vector"].notes,
+            # Notes near the context join the pool (scored by what they match), so a linked
+            # note can surface even when no retriever found it; the lift below weighs them.
+            "graph": runs["graph"].hits,
+        }
+        for name in self.retrievers:
+            lists[name] = runs[name].hits
+        weights = {**self.weights(), "graph": 0.0}
+        fused = fuse_scores(
+            lists,
+            weights,
+            known={"vector": _note_scores(runs["vector"], lists)},
+            by_rank=set(self.retrievers),
+        )
+        nearness = {hit.key: hit.score for hit in runs["graph"].hits}
+        return lift(fused, nearness, self.ws.config.weight_graph)
 
     # --- retrievers ----------------------------------------------------------------------
 
@@ -324,15 +365,17 @@ class Selector:
             vector = self.embed_query(text)
             out_vector[0] = vector
             allowed_arr = None if allowed is None else np.fromiter(sorted(allowed), np.int64)
-            ids, scores, pool = matrix.search(vector, VECTOR_DEPTH, allowed_arr, pool=FEEDBACK_POOL)
+            scores = matrix.scores(vector, allowed_arr)
         except EmbeddingUnavailable as exc:
             return _Run([], (time.perf_counter() - t0) * 1000, f"embed: {exc}")
         except Exception as exc:  # a broken model must not take select down with it
             return _Run(
                 [], (time.perf_counter() - t0) * 1000, f"embed: {type(exc).__name__}: {exc}"
             )
-        hits = [Hit(f"block:{int(i)}", float(s)) for i, s in zip(ids, scores, strict=True)]
-        return _Run(hits, (time.perf_counter() - t0) * 1000, pool=pool)
+        run = _Run(ms=0.0)
+        _fill_vector_run(run, matrix, scores, pool=FEEDBACK_POOL)
+        run.ms = (time.perf_counter() - t0) * 1000
+        return run
 
     def _feedback(
         self,
@@ -343,196 +386,67 @@ class Selector:
         allowed: set[int] | None,
     ) -> None:
         """Pseudo-relevance feedback (Rocchio): move the query vector towards the blocks that
-        lexical and vector search agree on best, and search again. Lexical evidence thus
-        reaches the vector side; on Cranfield it lifts fused nDCG@10 by about two points.
+        lexical and vector search agree on best, and score again. Lexical evidence thus
+        reaches the vector side: on Cranfield it lifts fused nDCG@10 by two points, and it
+        costs nothing on SciFact or the question sets (see the evaluation suite).
 
-        The second pass re-ranks the first pass's best FEEDBACK_POOL rows and the lexical
+        The second pass scores the first pass's best FEEDBACK_POOL rows and the lexical
         hits, not the whole matrix: feedback moves the query a little, so what it promotes
-        comes from there, and the pass costs microseconds instead of a second full scan."""
+        comes from there."""
         t0 = time.perf_counter()
-        top = rrf_fuse({n: runs[n].hits for n in ("lexical", "vector")}, k=self.ws.config.rrf_k)
+        top = rrf_order({n: runs[n].hits for n in ("lexical", "vector")}, k=self.ws.config.rrf_k)
         matrix = self.vectors.get(self.ws.db.connect(), generation, model)
         rows = matrix.rows_for_blocks(np.sort(_block_ids(top[:FEEDBACK_DOCS])))
         if rows.size == 0:
             return
         refined = query_vector + FEEDBACK_WEIGHT * matrix.matrix[rows].mean(axis=0)
         refined /= np.linalg.norm(refined) or 1.0
-        lexical_rows = matrix.rows_for_blocks(np.sort(_block_ids(runs["lexical"].hits)))
+        lexical_rows = matrix.rows_for_blocks(
+            np.sort(_block_ids([h.key for h in runs["lexical"].hits]))
+        )
         pool = np.union1d(runs["vector"].pool, lexical_rows)
         allowed_arr = None if allowed is None else np.fromiter(sorted(allowed), np.int64)
-        block_ids, scores, _ = matrix.search(
-            refined.astype(np.float32), VECTOR_DEPTH, allowed_arr, rows=pool
-        )
+        scores = np.full(matrix.size, -np.inf, dtype=np.float32)
+        scores[pool] = matrix.scores(refined.astype(np.float32), allowed_arr, rows=pool)
         run = runs["vector"]
-        run.hits = [
-            Hit(f"block:{int(i)}", float(s)) for i, s in zip(block_ids, scores, strict=True)
-        ]
+        _fill_vector_run(run, matrix, scores)
         run.ms += (time.perf_counter() - t0) * 1000
         run.feedback = int(rows.size)
 
-    # --- graph anchoring ---------------------------------------------------------------------
 
-    @staticmethod
-    def _block_notes(conn: sqlite3.Connection, keys: list[str]) -> dict[str, int]:
-        ids = sorted({int(key.split(":", 1)[1]) for key in keys if key.startswith("block:")})
-        if not ids:
-            return {}
-        rows = conn.execute(
-            f"SELECT id, note_id FROM blocks WHERE id IN ({','.join('?' * len(ids))})", ids
-        )
-        return {f"block:{block_id}": note_id for block_id, note_id in rows}
-
-    def _anchor_graph_hits(
-        self,
-        conn: sqlite3.Connection,
-        walked: list[tuple[int, float]],
-        runs: Mapping[str, _Run],
-        block_notes: dict[str, int],
-        query_vector: np.ndarray | None,
-        generation: str | None,
-        model: str | None,
-    ) -> list[Hit]:
-        """A graph hit is a note; present it as its block most related to the query: one the
-        other retrievers found, else the nearest by embedding, else the note's first block."""
-        if not walked:
-            return []
-        best_found: dict[int, str] = {}
-        lists = {name: runs[name].hits for name in ("lexical", "vector")}
-        for fused in rrf_fuse(lists, self.weights(), k=self.ws.config.rrf_k):
-            note = block_notes.get(fused.key)
-            if note is not None and note not in best_found:
-                best_found[note] = fused.key  # the block both retrievers rank best
-        missing = [note for note, _ in walked if note not in best_found]
-        anchors: dict[int, str] = {}
-        if missing and query_vector is not None and model:
-            matrix = self.vectors.get(conn, generation, model)
-            rows = matrix.rows_for_notes(np.asarray(missing, dtype=np.int64))
-            if rows.size:
-                sims = dot_rows(matrix.matrix[rows], query_vector)
-                for row in rows[np.argsort(-sims, kind="stable")].tolist():
-                    note = int(matrix.note_ids[row])
-                    anchors.setdefault(note, f"block:{int(matrix.block_ids[row])}")
-        still = [note for note in missing if note not in anchors]
-        if still:
-            rows = conn.execute(
-                "SELECT note_id, min(id) FROM blocks WHERE ordinal = 0 AND note_id IN"
-                f" ({','.join('?' * len(still))}) GROUP BY note_id",
-                still,
-            )
-            anchors.update({note: f"block:{block}" for note, block in rows})
-        hits = []
-        for note, score in walked:
-            key = best_found.get(note) or anchors.get(note)
-            if key is not None:
-                hits.append(Hit(key, score))
-        return hits
-
-    # --- candidates ----------------------------------------------------------------------
-
-    def _materialize(
-        self,
-        conn: sqlite3.Connection,
-        fused: list,
-        runs: Mapping[str, _Run],
-        k: int,
-        max_per_note: int,
-        filters: Filters,
-    ) -> list[Candidate]:
-        payloads: dict[str, Candidate] = {}
-        for run in runs.values():
-            for hit in run.hits:
-                candidate = hit.payload.get("candidate") if hit.payload else None
-                if isinstance(candidate, Candidate):
-                    payloads.setdefault(hit.key, candidate)
-        block_ids = [int(f.key.split(":", 1)[1]) for f in fused if f.key.startswith("block:")]
-        blocks = self._block_rows(
-            conn, block_ids[: max(k * 4, 40)] if max_per_note else block_ids[:k]
-        )
-        out: list[Candidate] = []
-        per_note: dict[str, int] = {}
-        for f in fused:
-            sources = {name: Source(rank=p.rank, score=p.score) for name, p in f.sources.items()}
-            if f.key.startswith("block:"):
-                row = blocks.get(int(f.key.split(":", 1)[1]))
-                if row is None:
-                    continue
-                candidate = Candidate(**row, score=f.score, sources=sources)
-            elif f.key in payloads:
-                candidate = payloads[f.key].model_copy(
-                    update={"score": f.score, "sources": sources}
-                )
-            else:
-                continue
-            if filters.kinds and candidate.kind not in filters.kinds:
-                continue
-            if candidate.path is not None and max_per_note:
-                count = per_note.get(candidate.path, 0)
-                if count >= max_per_note:
-                    continue
-                per_note[candidate.path] = count + 1
-            out.append(candidate)
-            if len(out) >= k:
-                break
-        return out
-
-    @staticmethod
-    def _block_rows(conn: sqlite3.Connection, ids: list[int]) -> dict[int, dict[str, Any]]:
-        if not ids:
-            return {}
-        rows = conn.execute(
-            "SELECT b.id, b.note_id, n.path, b.title, b.heading, b.heading_path, b.text,"
-            " b.start_line, b.end_line, b.tokens FROM blocks b JOIN notes n ON n.id = b.note_id"
-            f" WHERE b.id IN ({','.join('?' * len(ids))})",
-            ids,
-        )
-        return {
-            r[0]: {
-                "id": f"block:{r[0]}",
-                "kind": "block",
-                "block_id": r[0],
-                "note_id": r[1],
-                "path": r[2],
-                "title": r[3],
-                "heading": r[4],
-                "heading_path": r[5],
-                "text": r[6],
-                "start_line": r[7],
-                "end_line": r[8],
-                "tokens": r[9],
-            }
-            for r in rows
-        }
-
-    @staticmethod
-    def _paths(conn: sqlite3.Connection, note_ids: list[int]) -> list[str]:
-        if not note_ids:
-            return []
-        rows = dict(
-            conn.execute(
-                f"SELECT id, path FROM notes WHERE id IN ({','.join('?' * len(note_ids))})",
-                note_ids,
-            ).fetchall()
-        )
-        return [rows[i] for i in note_ids if i in rows]
+def _fill_vector_run(run: _Run, matrix: Any, scores: np.ndarray, pool: int = 0) -> None:
+    """Block hits, note hits and every note's best score, from one score per row."""
+    block_ids, top, pool_rows = matrix.top_blocks(scores, VECTOR_DEPTH, pool=pool)
+    run.hits = [Hit(f"block:{int(i)}", float(s)) for i, s in zip(block_ids, top, strict=True)]
+    if pool:
+        run.pool = pool_rows
+    note_ids, note_scores = matrix.best_notes(scores, NOTE_DEPTH)
+    run.notes = [
+        Hit(note_key(int(n)), float(s)) for n, s in zip(note_ids, note_scores, strict=True)
+    ]
+    run.maxima = matrix.note_maxima(scores)
 
 
-def _block_ids(items: Sequence[Any]) -> np.ndarray:
-    """Block ids of hits or fused results (keys `block:<id>`); other kinds are skipped."""
-    return np.asarray(
-        [int(i.key.split(":", 1)[1]) for i in items if i.key.startswith("block:")], np.int64
-    )
+def _block_ids(keys: Sequence[str]) -> np.ndarray:
+    """Block ids of `block:<id>` keys; other kinds are skipped."""
+    return np.asarray([int(key[6:]) for key in keys if key.startswith("block:")], np.int64)
 
 
-def _interleave_notes(lists: list[list[Hit]], block_notes: dict[str, int]) -> list[int]:
-    """Notes of the best hits, alternating between retrievers, without repeats."""
-    notes: list[int] = []
-    for rank in range(max((len(h) for h in lists), default=0)):
-        for hits in lists:
-            if rank < len(hits):
-                note = block_notes.get(hits[rank].key)
-                if note is not None and note not in notes:
-                    notes.append(note)
-    return notes
+def _note_scores(run: _Run, lists: Mapping[str, Sequence[Hit]]) -> dict[str, float]:
+    """The best block cosine of each note another list found, from the full vector scan."""
+    if run.maxima is None:
+        return {}
+    note_ids, best = run.maxima
+    keys = {hit.key for hits in lists.values() for hit in hits if hit.key.startswith("note:")}
+    wanted = np.fromiter((note_id(key) for key in keys), dtype=np.int64, count=len(keys))
+    if wanted.size == 0 or note_ids.size == 0:
+        return {}
+    idx = np.clip(np.searchsorted(note_ids, wanted), 0, note_ids.size - 1)
+    found = note_ids[idx] == wanted
+    return {
+        note_key(int(n)): float(v)
+        for n, v in zip(wanted[found].tolist(), best[idx[found]].tolist(), strict=True)
+    }
 
 
 def _retrieval_path(runs: Mapping[str, _Run], use_vectors: bool, vectors_indexed: bool) -> str:
@@ -545,4 +459,4 @@ def _retrieval_path(runs: Mapping[str, _Run], use_vectors: bool, vectors_indexed
         if not use_vectors:
             return "lexical_graph"
         return "lexical_graph_no_vectors" if not vectors_indexed else "lexical_graph"
-    return "hybrid_rrf"
+    return "hybrid_rrf"  # the name the contract has always used for the hybrid path

@@ -45,6 +45,7 @@ class VectorMatrix:
     helper: ThreadPoolExecutor | None = None  # a second thread for large matrices
     note_order: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     sorted_note_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    note_starts: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
     @property
     def size(self) -> int:
@@ -66,9 +67,20 @@ class VectorMatrix:
         `pool` scores are returned too, so a second pass can re-rank them without scoring
         the whole matrix again.
         """
-        empty = np.empty(0, dtype=np.int64)
         if self.size == 0 or k <= 0:
+            empty = np.empty(0, dtype=np.int64)
             return empty, np.empty(0, dtype=np.float32), empty
+        scores = self.scores(query, allowed_notes, rows=rows)
+        return self.top_blocks(scores, k, rows=rows, pool=pool)
+
+    def scores(
+        self,
+        query: np.ndarray,
+        allowed_notes: np.ndarray | None = None,
+        *,
+        rows: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Cosine of every row (or of `rows`) with the query; -inf outside `allowed_notes`."""
         candidates = np.arange(self.size) if rows is None else rows
         scores = (
             dot_rows(self.matrix, query, self.helper)
@@ -77,6 +89,16 @@ class VectorMatrix:
         )
         if allowed_notes is not None:
             scores = np.where(np.isin(self.note_ids[candidates], allowed_notes), scores, -np.inf)
+        return scores
+
+    def top_blocks(
+        self, scores: np.ndarray, k: int, *, rows: np.ndarray | None = None, pool: int = 0
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The best k of `scores` (one per row, or per row of `rows`) as `search` returns."""
+        empty = np.empty(0, dtype=np.int64)
+        if scores.size == 0 or k <= 0:
+            return empty, np.empty(0, dtype=np.float32), empty
+        candidates = np.arange(self.size) if rows is None else rows
         finite = int(np.isfinite(scores).sum())
         best = _top(scores, min(max(k, pool), finite))
         top = best[: min(k, finite)]
@@ -84,6 +106,25 @@ class VectorMatrix:
         order = np.lexsort((self.block_ids[candidates[top]], -scores[top]))
         top = top[order]
         return self.block_ids[candidates[top]], scores[top], candidates[best]
+
+    def best_notes(self, scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The n notes whose best block scores highest (scores: one per row): (note ids,
+        best scores), best first, ties by note id. A note's best block speaks for it, so a
+        long note is not favoured for having many blocks."""
+        if self.size == 0 or n <= 0:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        notes, best = self.note_maxima(scores)
+        finite = int(np.isfinite(best).sum())
+        top = _top(best, min(n, finite))
+        order = np.lexsort((notes[top], -best[top]))
+        return notes[top[order]], best[top[order]]
+
+    def note_maxima(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(note ids, sorted; each note's best score) from one score per row."""
+        if self.size == 0:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        best = np.maximum.reduceat(scores[self.note_order], self.note_starts)
+        return self.sorted_note_ids[self.note_starts], best
 
     def rows_for_notes(self, note_ids: np.ndarray) -> np.ndarray:
         """Rows of the given notes' blocks, through the note-sorted order built at load."""
@@ -167,6 +208,8 @@ def load_matrix(conn: sqlite3.Connection, generation: str | None, model: str) ->
         matrix = np.zeros((0, 0), np.float32)
     note_ids = note_ids[:n]
     order = np.argsort(note_ids, kind="stable")
+    sorted_notes = note_ids[order]
+    starts = np.flatnonzero(np.r_[True, sorted_notes[1:] != sorted_notes[:-1]]) if n else order
     return VectorMatrix(
         generation,
         model,
@@ -174,5 +217,6 @@ def load_matrix(conn: sqlite3.Connection, generation: str | None, model: str) ->
         note_ids,
         matrix[:n],
         note_order=order,
-        sorted_note_ids=note_ids[order],
+        sorted_note_ids=sorted_notes,
+        note_starts=starts,
     )

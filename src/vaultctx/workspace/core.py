@@ -215,11 +215,13 @@ class Workspace:
         max_per_note: int = 3,
         retrievers: list[str] | None = None,
     ) -> Selection:
-        """Rank blocks (and other candidates) for `query`: FTS5, vectors and the link graph
-        in parallel, fused by weighted RRF. Deterministic; spends no tokens.
+        """The best blocks (and other candidates) of the notes that best answer `query`:
+        FTS5 and vectors in parallel, weighed per note, notes linked to what was `touch`ed
+        lifted. Deterministic; spends no tokens.
 
         `use_vectors=False` never loads the embedding model. `retrievers` runs only the
-        named ones (e.g. `["lexical"]`); `max_per_note` caps blocks per note (0: no cap).
+        named ones (`lexical`, `vector`, `graph`, `memory`); `max_per_note` caps blocks per
+        note (0: no cap).
         """
         from ..pipeline import Filters
 
@@ -340,8 +342,9 @@ class Workspace:
         return handler.handle(run.message, skill=run)
 
     def touch(self, note: str, *, kind: str = "touch") -> str:
-        """Record that the user opened or worked on `note` (a path or title): a graph seed
-        for the next selects. Returns the note's path."""
+        """Record that the user opened or worked on `note` (path, file name, title or alias):
+        the next selects favour the notes it links to, the most recent touch most. Returns
+        the note's path."""
         path, note_id = self.resolve_note(note)
         with self.db.transaction() as conn:
             conn.execute(

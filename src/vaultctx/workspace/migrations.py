@@ -131,10 +131,18 @@ def m003_fts_written_in_batches() -> str:
     """
 
 
+def m004_titles_from_h1() -> str:
+    """A note's title now also comes from an opening `# H1` (after the frontmatter's, before
+    the file name's), so every note is parsed again on the next run; the vectors of text
+    that did not change are kept."""
+    return "UPDATE notes SET size = -1, content_hash = '';"
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial,
     m002_notes_mtime_index,
     m003_fts_written_in_batches,
+    m004_titles_from_h1,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -116,12 +116,16 @@ def estimate_tokens(text: str) -> int:
 
 
 def parse_note(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNote:
-    """Parse one note. Never raises on any input text; problems become warnings."""
+    """Parse one note. Never raises on any input text; problems become warnings.
+
+    `title` (the file name) is the note's title unless the frontmatter names one or the
+    note opens with an `# H1`: vaults keep titles in all three places, and where a note
+    keeps it must not change how it is found."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
     frontmatter, fm_error, body, body_line = split_frontmatter(text)
-    title = _frontmatter_str(frontmatter.get("title")) or title
     masked = mask_code(body)
     blocks = _split_blocks(body, masked, body_line, chunk_tokens)
+    title = _frontmatter_str(frontmatter.get("title")) or _leading_h1(blocks) or title
     links = _extract_links(masked, body, body_line, blocks)
     tags = _unique(
         [
@@ -142,6 +146,14 @@ def parse_note(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNote:
         links=tuple(links),
         warnings=warnings,
     )
+
+
+def _leading_h1(blocks: list[Block]) -> str | None:
+    """The text of an `# H1` that opens the note, before any other content."""
+    first = blocks[0]
+    if first.level == 1 and len(first.heading_path) == 1 and first.heading_path[0]:
+        return first.heading_path[0]
+    return None
 
 
 # --- frontmatter -------------------------------------------------------------------------

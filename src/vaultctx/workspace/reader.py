@@ -79,14 +79,22 @@ def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def section_path(title: str, heading_path: str) -> str:
+    """A block's heading path less an opening H1 that repeats the note's title."""
+    first, _, rest = heading_path.partition(" > ")
+    return rest if first.lower() == title.lower() else heading_path
+
+
 def embed_input(title: str, heading_path: str, text: str) -> str:
     """The text the model embeds for a block: where it sits, then what it says.
 
-    The note's title is included, the folder is not, so moving a note reuses its vectors.
+    The note's title is included, the folder is not, so moving a note reuses its vectors;
+    a title written as an H1 is said once, as it is when the frontmatter holds it.
     """
     parts = [title]
-    if heading_path and heading_path.lower() != title.lower():
-        parts.append(heading_path)
+    section = section_path(title, heading_path)
+    if section:
+        parts.append(section)
     if text:
         parts.append(text)
     return "\n".join(parts)

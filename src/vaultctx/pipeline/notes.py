@@ -1,0 +1,124 @@
+"""Note-aware ranking: most questions ask "which note", so evidence is weighed per note.
+
+Retrievers find blocks (lexical, vector) or notes (the context's links). Each block
+list becomes a note list at each note's best block — a note gets no credit for its length
+or for how many of its blocks match — and the note lists are fused by a weighted mean of
+their scores, each scaled by its list's best (`fuse_scores`). Scores, not ranks: rank
+fusion makes the first and the twentieth hit almost equal (1/61 against 1/80), so a lift
+for context would drown real differences in how well notes match; scaled scores keep them.
+
+What the user has open then lifts the notes it links to, by a share of their own score: a
+tie-breaker among notes that match about equally, never a way for a note that does not
+match to win. Candidates stay blocks: the best blocks of the best notes, each further block
+of a note counting half as much as the one before, so the first candidates span notes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from .fusion import Fused, Hit, Provenance
+
+FURTHER_BLOCK_FACTOR = 0.5
+RANK_SCALE = 10.0  # a list without comparable scores: rank r counts 10 / (10 + r - 1)
+
+
+def note_key(note_id: int) -> str:
+    return f"note:{note_id}"
+
+
+def note_id(key: str) -> int:
+    return int(key.split(":", 1)[1])
+
+
+def roll_up(hits: Sequence[Hit], block_notes: Mapping[str, int]) -> list[Hit]:
+    """A block list as a note list: each note at the rank and score of its best block."""
+    seen: set[int] = set()
+    notes = []
+    for hit in hits:
+        note = block_notes.get(hit.key)
+        if note is not None and note not in seen:
+            seen.add(note)
+            notes.append(Hit(note_key(note), hit.score))
+    return notes
+
+
+def fuse_scores(
+    lists: Mapping[str, Sequence[Hit]],
+    weights: Mapping[str, float],
+    *,
+    known: Mapping[str, Mapping[str, float]] | None = None,
+    by_rank: Collection[str] = (),
+) -> list[Fused]:
+    """Weighted mean over lists of each key's score divided by its list's best score (all
+    scores are similarities or bm25: 0 means no match). A key a list did not return scores
+    0 there, unless `known[list][key]` gives its score (the vector scan scores every note).
+    Lists in `by_rank` (a plug-in retriever whose scores mean something else) count by rank.
+    Order is total and deterministic: score, then best rank, then key."""
+    active = {name: hits for name, hits in lists.items() if hits}
+    total = sum(weights.get(name, 1.0) for name in active) or 1.0
+    scores: dict[str, float] = {}
+    sources: dict[str, dict[str, Provenance]] = {}
+    for name in sorted(active):
+        hits = active[name]
+        weight = weights.get(name, 1.0) / total
+        top = max(hits[0].score, 1e-9)
+        for rank, hit in enumerate(hits, start=1):
+            found = sources.setdefault(hit.key, {})
+            if name in found:
+                continue
+            found[name] = Provenance(rank, float(hit.score))
+            value = RANK_SCALE / (RANK_SCALE + rank - 1) if name in by_rank else hit.score / top
+            scores[hit.key] = scores.get(hit.key, 0.0) + weight * max(value, 0.0)
+    for name, values in (known or {}).items():
+        if name not in active:
+            continue
+        weight = weights.get(name, 1.0) / total
+        top = max(active[name][0].score, 1e-9)
+        for key, found in sources.items():
+            if name not in found and key in values:
+                scores[key] += weight * max(values[key], 0.0) / top
+    fused = [Fused(key, scores[key], sources[key]) for key in scores]
+    fused.sort(key=lambda f: (-f.score, min(p.rank for p in f.sources.values()), f.key))
+    return fused
+
+
+@dataclass(frozen=True)
+class RankedNote:
+    key: str  # "note:<id>", or a plug-in retriever's own key (a memory)
+    score: float
+    sources: dict[str, Provenance]
+    lift: float = 0.0  # the context's lift, as a share of the fused score
+
+
+def lift(fused: Sequence[Fused], nearness: Mapping[str, float], weight: float) -> list[RankedNote]:
+    """Each key's fused score raised by `weight` × its nearness to the context (in [0, 1]),
+    re-sorted; ties keep the fused order."""
+    ranked = [
+        RankedNote(
+            f.key,
+            f.score * (1.0 + weight * nearness.get(f.key, 0.0)),
+            f.sources,
+            weight * nearness.get(f.key, 0.0),
+        )
+        for f in fused
+    ]
+    order = {f.key: i for i, f in enumerate(fused)}
+    ranked.sort(key=lambda r: (-r.score, order[r.key]))
+    return ranked
+
+
+def block_order(
+    notes: Sequence[RankedNote], blocks: Mapping[str, Sequence[str]]
+) -> list[tuple[str, float, RankedNote]]:
+    """(block key, score, note) for the chosen blocks of each note, best first: a note's
+    first block carries its score, each further one FURTHER_BLOCK_FACTOR times the last."""
+    out = []
+    for position, note in enumerate(notes):
+        score = note.score
+        for block in blocks.get(note.key, ()):
+            out.append((position, block, score, note))
+            score *= FURTHER_BLOCK_FACTOR
+    out.sort(key=lambda item: (-item[2], item[0]))
+    return [(block, score, note) for _, block, score, note in out]

@@ -1,0 +1,121 @@
+"""Context: the notes the user has open decide between notes that match a question equally,
+the most recent touch most of all, and a hub linked to everything wins nothing by it.
+
+Lexical-only selects on small built vaults: the graph's lift applies to whatever retrievers
+ran, so no model is needed to check how context ranks.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from vaultctx import Workspace
+from vaultctx.pipeline.graphwalk import context_seeds
+
+SECURITY = "Security and privacy\nEnd-to-end encryption protects what you store; keys stay local.\n"
+TWINS = {
+    # Two products, each with a "Security and privacy" page worded the same.
+    "Sync/Introduction.md": "# Introduction to Sync\nSync keeps your devices in step. "
+    "Read [[Sync/Security and privacy]] before you start.\n",
+    "Sync/Security and privacy.md": f"# {SECURITY}",
+    "Publish/Introduction.md": "# Introduction to Publish\nPublish puts notes on the web. "
+    "Read [[Publish/Security and privacy]] first.\n",
+    "Publish/Security and privacy.md": f"# {SECURITY}",
+    "Notes/Unrelated.md": "# Gardening\nBorage and lavender feed the bees.\n",
+}
+
+
+def top(ws: Workspace, query: str) -> str:
+    return ws.select(query, k=5, use_vectors=False).candidates[0].path
+
+
+def written_long_ago(vault: Path) -> Path:
+    """Notes last edited a month ago: recent edits are context too, and these tests are about
+    what the user opens."""
+    month_ago = time.time() - 30 * 86400
+    for path in vault.rglob("*.md"):
+        os.utime(path, (month_ago, month_ago))
+    return vault
+
+
+@pytest.fixture
+def twins(make_vault):
+    with Workspace.open(written_long_ago(make_vault(TWINS))) as ws:
+        ws.index(embed=False)
+        yield ws
+
+
+def test_the_open_notes_link_beats_an_equally_matching_unlinked_note(twins):
+    twins.touch("Sync/Introduction.md")
+    assert top(twins, "security and privacy") == "Sync/Security and privacy.md"
+    twins.touch("Publish/Introduction.md")
+    assert top(twins, "security and privacy") == "Publish/Security and privacy.md"
+
+
+def test_the_most_recent_touch_decides_when_older_ones_point_elsewhere(twins):
+    twins.touch("Publish/Introduction.md")
+    twins.touch("Notes/Unrelated.md")
+    twins.touch("Sync/Introduction.md")
+    selection = twins.select("security and privacy", k=5, use_vectors=False)
+    lifts = {c.path: c.sources["graph"].score for c in selection.candidates if "graph" in c.sources}
+    assert selection.candidates[0].path == "Sync/Security and privacy.md"
+    assert lifts["Sync/Security and privacy.md"] > lifts["Publish/Security and privacy.md"] > 0
+
+
+def test_an_old_touch_weighs_less_than_a_new_one(twins):
+    conn = twins.db.connect()
+    ids = dict(conn.execute("SELECT path, id FROM notes"))
+    now = time.time()
+    with twins.db.transaction() as wconn:
+        wconn.execute(
+            "INSERT INTO accesses(note_id, at, kind) VALUES (?, ?, 'touch')",
+            (ids["Publish/Introduction.md"], now - 3 * 86400),
+        )
+        wconn.execute(
+            "INSERT INTO accesses(note_id, at, kind) VALUES (?, ?, 'touch')",
+            (ids["Sync/Introduction.md"], now - 60),
+        )
+    seeds = context_seeds(conn, note_count=5, now=now)
+    new, old = seeds[ids["Sync/Introduction.md"]], seeds[ids["Publish/Introduction.md"]]
+    assert new == pytest.approx(1.0, abs=1e-3)
+    assert old == pytest.approx(0.25 * 0.5**3, rel=1e-3)  # second in order, three days old
+    assert top(twins, "security and privacy") == "Sync/Security and privacy.md"
+
+
+def test_context_does_not_override_a_clearly_better_match(twins):
+    twins.touch("Sync/Introduction.md")
+    assert top(twins, "borage lavender gardening") == "Notes/Unrelated.md"
+
+
+def test_a_hub_linked_to_and_from_everything_does_not_win_an_unrelated_query(make_vault):
+    topics = ["Varroa", "Swarming", "Feeding", "Wintering", "Queens", "Honey", "Frames"]
+    files = {
+        # A map of content: linked from every note, naming every topic of the apiary.
+        "Map.md": "# Map of the apiary\nEvery topic of the apiary, in one list.\n"
+        + "\n".join(f"- [[{t}]]: {t.lower()} in the apiary" for t in topics),
+    }
+    for t in topics:
+        files[f"{t}.md"] = f"# {t}\nHow {t.lower()} works, step by step. Back to [[Map]].\n"
+    with Workspace.open(written_long_ago(make_vault(files))) as ws:
+        ws.index(embed=False)
+        assert top(ws, "how swarming works") == "Swarming.md"
+        ws.touch("Varroa.md")  # links to the hub, which links to everything
+        selection = ws.select("how swarming works", k=5, use_vectors=False)
+    assert selection.candidates[0].path == "Swarming.md"
+    lifts = {c.path: c.sources["graph"].score for c in selection.candidates if "graph" in c.sources}
+    assert lifts["Map.md"] < 0.5  # damped: the hub is a neighbour of everything
+
+
+def test_touching_an_unknown_note_changes_nothing(twins):
+    from vaultctx import NoteNotFound
+
+    with pytest.raises(NoteNotFound):
+        twins.touch("Nowhere.md")
+    assert sqlite3.connect(twins.db.path).execute("SELECT count(*) FROM accesses").fetchone() == (
+        0,
+    )

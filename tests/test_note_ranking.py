@@ -1,0 +1,99 @@
+"""Note-aware ranking: block lists rolled up to notes, scores fused, context lifts, and the
+blocks of the best notes ordered so that the first candidates span notes."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vaultctx.pipeline.fusion import Hit
+from vaultctx.pipeline.notes import block_order, fuse_scores, lift, roll_up
+
+NAMES = ["lexical", "vector", "memory"]
+note_keys = st.sampled_from([f"note:{i}" for i in range(10)])
+scored_lists = st.dictionaries(
+    st.sampled_from(NAMES),
+    st.lists(st.tuples(note_keys, st.floats(0.0, 50.0)), max_size=10),
+    max_size=3,
+)
+
+
+def hits_of(lists: dict[str, list[tuple[str, float]]]) -> dict[str, list[Hit]]:
+    """Each list best first, as retrievers return them."""
+    return {
+        name: [Hit(key, score) for key, score in sorted(items, key=lambda i: -i[1])]
+        for name, items in lists.items()
+    }
+
+
+def test_a_long_note_earns_nothing_for_its_many_matching_blocks():
+    owners = {f"block:{i}": 1 for i in range(1, 6)} | {"block:9": 2}
+    hits = [Hit("block:9", 5.0)] + [Hit(f"block:{i}", 4.0) for i in range(1, 6)]
+    assert roll_up(hits, owners) == [Hit("note:2", 5.0), Hit("note:1", 4.0)]
+
+
+def test_scores_not_ranks_decide_how_far_apart_notes_are():
+    fused = fuse_scores(
+        {
+            "lexical": [Hit("note:1", 10.0), Hit("note:2", 9.8), Hit("note:3", 2.0)],
+            "vector": [Hit("note:1", 0.8), Hit("note:2", 0.79), Hit("note:3", 0.3)],
+        },
+        {"lexical": 1.0, "vector": 2.0},
+    )
+    scores = {f.key: f.score for f in fused}
+    assert scores["note:1"] == 1.0
+    assert scores["note:1"] - scores["note:2"] < 0.02 < scores["note:2"] - scores["note:3"]
+
+
+def test_a_known_cosine_fills_in_for_a_note_the_vector_list_cut_off():
+    lists = {"lexical": [Hit("note:7", 3.0)], "vector": [Hit("note:1", 0.9)]}
+    without = {f.key: f.score for f in fuse_scores(lists, {})}
+    known = {f.key: f.score for f in fuse_scores(lists, {}, known={"vector": {"note:7": 0.45}})}
+    assert known["note:7"] == without["note:7"] + 0.5 * 0.45 / 0.9
+
+
+def test_the_context_lifts_a_near_tie_but_not_a_clearly_better_match():
+    fused = fuse_scores(
+        {"lexical": [Hit("note:1", 10.0), Hit("note:2", 9.5), Hit("note:3", 3.0)]}, {}
+    )
+    lifted = [r.key for r in lift(fused, {"note:2": 1.0, "note:3": 1.0}, 0.5)]
+    assert lifted == ["note:2", "note:1", "note:3"]
+
+
+@given(scored_lists, st.dictionaries(st.sampled_from(NAMES), st.floats(0.0, 3.0)))
+def test_fused_scores_are_a_weighted_mean_in_zero_one_and_deterministic(lists, weights):
+    hits = hits_of(lists)
+    fused = fuse_scores(hits, weights, by_rank={"memory"})
+    assert fused == fuse_scores(dict(reversed(list(hits.items()))), weights, by_rank={"memory"})
+    assert all(-1e-9 <= f.score <= 1.0 + 1e-9 for f in fused)
+    assert [f.score for f in fused] == sorted((f.score for f in fused), reverse=True)
+    listed = {hit.key for found in hits.values() for hit in found}
+    assert {f.key for f in fused} == listed
+    for f in fused:
+        assert set(f.sources) == {
+            name for name, found in hits.items() if f.key in {h.key for h in found}
+        }
+
+
+@given(
+    st.lists(st.floats(0.01, 1.0), min_size=1, max_size=6),
+    st.lists(st.integers(1, 3), min_size=6, max_size=6),
+)
+def test_each_further_block_of_a_note_counts_half(note_scores, blocks_per_note):
+    from vaultctx.pipeline.notes import RankedNote
+
+    notes = [
+        RankedNote(f"note:{i}", s, {}) for i, s in enumerate(sorted(note_scores, reverse=True))
+    ]
+    blocks = {
+        n.key: [f"block:{i}{j}" for j in range(blocks_per_note[i])] for i, n in enumerate(notes)
+    }
+    ordered = block_order(notes, blocks)
+    assert len(ordered) == sum(len(b) for b in blocks.values())
+    first_seen = []
+    for key, score, note in ordered:
+        position = blocks[note.key].index(key)
+        assert score == note.score * 0.5**position
+        if note.key not in first_seen:
+            first_seen.append(note.key)
+    assert first_seen == [n.key for n in notes]  # notes keep their order
