@@ -2,8 +2,8 @@
 JSON schema the model sees), the capability it needs, and its handler.
 
 `execute` is the only way a tool runs: it validates arguments, confines paths to the vault,
-calls `PermissionGuard.require` and turns every failure into a structured error for the
-model, so a bad call never ends the turn.
+calls the guard's `require` and turns every failure into a structured error for the model,
+so a bad call never ends the turn. Handlers reach the vault only through `VaultAccess`.
 """
 
 from __future__ import annotations
@@ -12,17 +12,15 @@ import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import NoteNotFound, PathOutsideVault, PermissionDenied, VaultctxError
 from ..llm import ToolCall
-from ..permissions import Capability, PermissionGuard, vault_relative
+from ..permissions import Capability, vault_relative
 from .registers import ToolCallRecord
-
-if TYPE_CHECKING:
-    from ..workspace import Workspace
+from .vault import Guard, VaultAccess
 
 SNIPPET_CHARS = 300
 MAX_NOTE_CHARS = 8000
@@ -33,18 +31,27 @@ TAG = re.compile(r"^[\w/-]+$")
 class ToolContext:
     """What a handler may use: the vault, the guard, and the session it acts in.
 
-    `delegate` answers `investigate` (the Orchestrator's Researcher). `cancelled` is set
-    when the run timed out: later calls return an error instead of acting."""
+    `cancelled` is set when a run in a thread timed out (a thread cannot be stopped): later
+    calls return an error instead of acting. A child process is stopped instead."""
 
-    ws: Workspace
-    guard: PermissionGuard
+    vault: VaultAccess
+    guard: Guard
     session_id: str
     agent: str = "orchestrator"
-    delegate: Callable[[str], dict[str, Any]] | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
 Handler = Callable[[ToolContext, Any, str], dict[str, Any]]
+
+
+def function_schema(name: str, description: str, args: type[BaseModel]) -> dict[str, Any]:
+    """The OpenAI-format function schema of a tool taking `args`."""
+    parameters = args.model_json_schema()
+    parameters.pop("title", None)
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
 
 
 @dataclass(frozen=True)
@@ -61,17 +68,7 @@ class Tool:
     must_exist: bool = False
 
     def schema(self) -> dict[str, Any]:
-        """The OpenAI-format function schema."""
-        parameters = self.args.model_json_schema()
-        parameters.pop("title", None)
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": parameters,
-            },
-        }
+        return function_schema(self.name, self.description, self.args)
 
 
 # --- arguments ------------------------------------------------------------------------------
@@ -130,33 +127,24 @@ def _readable(ctx: ToolContext, path: str | None) -> bool:
 
 
 def _select(ctx: ToolContext, args: SelectArgs, _: str) -> dict[str, Any]:
-    selection = ctx.ws.select(args.query, k=args.k)
     return {
         "results": [
-            {"path": c.path, "heading": c.heading_path, "text": _snippet(c.text)}
-            for c in selection.candidates
-            if _readable(ctx, c.path)
+            {"path": hit["path"], "heading": hit["heading"], "text": _snippet(hit["text"] or "")}
+            for hit in ctx.vault.select(args.query, args.k)
+            if _readable(ctx, hit["path"])
         ]
     }
 
 
 def _read_note(ctx: ToolContext, _: NoteArgs, path: str) -> dict[str, Any]:
-    text = (ctx.ws.root / path).read_text(encoding="utf-8", errors="replace")
+    text = ctx.vault.read(path)
     truncated = len(text) > MAX_NOTE_CHARS
     return {"path": path, "content": text[:MAX_NOTE_CHARS], "truncated": truncated}
 
 
 def _neighbours(ctx: ToolContext, path: str, *, incoming: bool) -> dict[str, Any]:
-    graph = ctx.ws.graph()
-    nodes = graph.predecessors(path) if incoming else graph.successors(path)
-    return {
-        "path": path,
-        "notes": [
-            {"path": n, "title": graph.nodes[n].get("title", "")}
-            for n in sorted(nodes)
-            if _readable(ctx, n)
-        ],
-    }
+    notes = ctx.vault.neighbours(path, incoming=incoming)
+    return {"path": path, "notes": [n for n in notes if _readable(ctx, n["path"])]}
 
 
 def _follow_links(ctx: ToolContext, _: NoteArgs, path: str) -> dict[str, Any]:
@@ -169,65 +157,37 @@ def _backlinks(ctx: ToolContext, _: NoteArgs, path: str) -> dict[str, Any]:
 
 def _list_by_tag(ctx: ToolContext, args: TagArgs, _: str) -> dict[str, Any]:
     tag = args.tag.strip().lstrip("#").lower()
-    rows = ctx.ws.db.connect().execute(
-        "SELECT n.path, n.title FROM tags t JOIN notes n ON n.id = t.note_id"
-        " WHERE t.tag = ? ORDER BY n.path",
-        (tag,),
-    )
-    return {"tag": tag, "notes": [{"path": p, "title": t} for p, t in rows if _readable(ctx, p)]}
-
-
-def _reindexed(ctx: ToolContext, path: str, output: dict[str, Any]) -> dict[str, Any]:
-    ctx.ws.index(paths=[path])
-    return output
+    notes = ctx.vault.tagged(tag)
+    return {"tag": tag, "notes": [n for n in notes if _readable(ctx, n["path"])]}
 
 
 def _create_note(ctx: ToolContext, args: CreateNoteArgs, path: str) -> dict[str, Any]:
-    target = ctx.ws.root / path
-    if target.exists():
+    text = args.content if args.content.endswith("\n") else args.content + "\n"
+    if not ctx.vault.create(path, text):
         return {"error": "exists", "path": path, "message": "use append_to_note"}
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("x", encoding="utf-8") as handle:
-        handle.write(args.content if args.content.endswith("\n") else args.content + "\n")
-    return _reindexed(ctx, path, {"created": path})
-
-
-def _append_text(ctx: ToolContext, path: str, text: str) -> None:
-    target = ctx.ws.root / path
-    existing = target.read_text(encoding="utf-8", errors="replace")
-    separator = "" if not existing or existing.endswith("\n") else "\n"
-    with target.open("a", encoding="utf-8") as handle:
-        handle.write(f"{separator}{text.rstrip()}\n")
+    return {"created": path}
 
 
 def _append_to_note(ctx: ToolContext, args: AppendArgs, path: str) -> dict[str, Any]:
-    _append_text(ctx, path, "\n" + args.text)
-    return _reindexed(ctx, path, {"appended": path, "chars": len(args.text)})
+    ctx.vault.append(path, "\n" + args.text)
+    return {"appended": path, "chars": len(args.text)}
 
 
 def _add_tag(ctx: ToolContext, args: AddTagArgs, path: str) -> dict[str, Any]:
     tag = args.tag.strip().lstrip("#")
     if not TAG.match(tag):
         return {"error": "invalid_arguments", "message": f"not a tag: {args.tag!r}"}
-    _append_text(ctx, path, f"#{tag}")
-    return _reindexed(ctx, path, {"tagged": path, "tag": tag})
+    ctx.vault.append(path, f"#{tag}")
+    return {"tagged": path, "tag": tag}
 
 
 def _write_memory(ctx: ToolContext, args: MemoryArgs, _: str) -> dict[str, Any]:
     scope = ctx.session_id if args.tier == "conversation" else None
-    memory = ctx.ws.memory.add(
-        args.text,
-        tier=args.tier,
-        scope=scope,
-        source={"session_id": ctx.session_id, "origin": "agent"},
-    )
-    return {"remembered": memory.id, "tier": args.tier}
-
-
-def _investigate(ctx: ToolContext, args: InvestigateArgs, _: str) -> dict[str, Any]:
-    if ctx.delegate is None:
-        return {"error": "unknown_tool", "message": "investigate is the orchestrator's tool"}
-    return ctx.delegate(args.question)
+    source = {"session_id": ctx.session_id, "origin": "agent"}
+    return {
+        "remembered": ctx.vault.remember(args.text, args.tier, scope, source),
+        "tier": args.tier,
+    }
 
 
 READ_TOOLS: tuple[Tool, ...] = (
@@ -254,31 +214,35 @@ WRITE_TOOLS: tuple[Tool, ...] = (
          MemoryArgs, Capability.MEMORY_WRITE, _write_memory),
 )  # fmt: skip
 
-INVESTIGATE = Tool(
+VAULT_TOOLS: tuple[Tool, ...] = READ_TOOLS + WRITE_TOOLS
+VAULT_TOOLS_BY_NAME: Mapping[str, Tool] = {tool.name: tool for tool in VAULT_TOOLS}
+
+INVESTIGATE = function_schema(
     "investigate",
     "Delegate an investigation to the researcher, who reads notes and follows links; "
     "returns findings with the notes they come from.",
     InvestigateArgs,
-    Capability.VAULT_READ,
-    _investigate,
 )
+"""The Orchestrator's own tool: it delegates instead of executing."""
 
-VAULT_TOOLS: tuple[Tool, ...] = READ_TOOLS + WRITE_TOOLS
-ORCHESTRATOR_TOOLS: tuple[Tool, ...] = (*VAULT_TOOLS, INVESTIGATE)
+
+def memory_resource(tier: str) -> str:
+    """What the guard sees for a memory write: policies can allow tiers separately."""
+    return f"memory:{tier}"
 
 
 def _resource(ctx: ToolContext, tool: Tool, args: BaseModel) -> str:
     """The guard's resource: the confined vault path, or what else the tool touches."""
     if tool.path_arg is None:
         if tool.capability is Capability.MEMORY_WRITE:
-            return f"memory:{getattr(args, 'tier', 'workspace')}"
+            return memory_resource(getattr(args, "tier", "workspace"))
         return "*"
     raw = str(getattr(args, tool.path_arg))
     if tool.name == "create_note" and not raw.lower().endswith(".md"):
         raw += ".md"
-    rel = vault_relative(ctx.ws.root, raw)
+    rel = vault_relative(ctx.vault.root, raw)
     if tool.must_exist:
-        rel = vault_relative(ctx.ws.root, ctx.ws.resolve_note(rel)[0])
+        rel = vault_relative(ctx.vault.root, ctx.vault.resolve(rel))
     return rel
 
 

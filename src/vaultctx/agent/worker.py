@@ -1,5 +1,6 @@
-"""The Worker: executes discrete tool calls with known parameters — no model call — in its
-own worker with its own ContentProvider, so a failing tool cannot take the turn down."""
+"""The Worker: executes discrete tool calls with known parameters — no model call — with
+its own ContentProvider, in a delegation (`agent.jobs.WorkerJob`) that can be stopped, so a
+failing or hanging tool cannot take the turn down."""
 
 from __future__ import annotations
 
