@@ -4,8 +4,11 @@ the session file holds exactly what each agent's model saw."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,8 @@ from agent_model import AgentModel, agent_model_fixture, call, open_agent_worksp
 from conftest import agent_children, hash_tree, write_files
 from llm_server import LLMServer, Reply, Request, ToolCallReply, llm_server_fixture  # noqa: F401
 from vaultctx.agent import load_session
+from vaultctx.agent.handlers import HANDLERS
+from vaultctx.agent.tools import VAULT_TOOLS_BY_NAME
 from vaultctx.prompts import tool_result_text
 
 VAULT = {
@@ -204,3 +209,21 @@ def test_the_session_file_replays_to_the_prompts_every_agent_sent(
         assert replayed == sent and sent, agent
         traces = [r for r in rows if r["type"] == "completion_trace" and r["agent"] == agent]
         assert len(traces) == len(requests) == 2
+
+
+def test_a_child_process_imports_no_heavy_library() -> None:
+    """Start-up stays cheap: the child leaves pydantic, the index and the models to the parent."""
+    probe = (
+        "import sys, json\n"
+        "import vaultctx.agent.child\n"
+        "heavy = {'pydantic', 'numpy', 'torch', 'litellm', 'networkx', 'jinja2', 'sqlite3'}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in heavy)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert json.loads(done.stdout) == []
+
+
+def test_every_tool_the_model_sees_has_a_handler_and_no_other_has() -> None:
+    assert set(HANDLERS) == set(VAULT_TOOLS_BY_NAME)

@@ -14,6 +14,7 @@ from llm_server import LLMServer, Reply, ToolCallReply, llm_server_fixture  # no
 from vaultctx import Workspace
 from vaultctx.agent import load_session, sessions_dir
 from vaultctx.agent.orchestrator import GAVE_UP, MAX_ORCHESTRATOR_CALLS
+from vaultctx.agent.requests import ResponseRequestBuilder
 from vaultctx.errors import LLMNotConfigured
 from vaultctx.prompts import ORCHESTRATOR_SYSTEM, RESEARCHER_SYSTEM
 
@@ -268,10 +269,14 @@ def test_a_researcher_crash_or_timeout_is_a_clear_error_and_the_turn_completes(
 def test_a_crashing_researcher_in_a_thread_does_not_take_the_turn_down(
     vault: Path, llm_server: LLMServer, model: AgentModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def boom(answer: str, records: object) -> dict:
-        raise RuntimeError("segfault-ish")
+    invoke = ResponseRequestBuilder.invoke
 
-    monkeypatch.setattr("vaultctx.agent.researcher.findings_report", boom)
+    def boom(self: ResponseRequestBuilder, provider: object, **options: object) -> object:
+        if self.agent == "researcher":
+            raise RuntimeError("segfault-ish")
+        return invoke(self, provider, **options)
+
+    monkeypatch.setattr(ResponseRequestBuilder, "invoke", boom)
     model.orchestrator.extend([call("investigate", question="q"), Reply(content="Sorry.")])
     with open_agent_workspace(vault, llm_server, agent_processes=False) as ws:
         result = ws.ask("Investigate")

@@ -12,7 +12,7 @@ from llm_server import LLMServer, Reply, Request, ToolCallReply, llm_server_fixt
 from vaultctx import Workspace
 from vaultctx.agent import SkillRun, find_skill, load_session
 from vaultctx.agent.skills import discover, parse_skill
-from vaultctx.agent.vault import WorkspaceVault
+from vaultctx.agent.workspace_vault import WorkspaceVault
 from vaultctx.errors import SkillError
 from vaultctx.permissions import Capability, PermissionGuard
 from vaultctx.prompts import ORCHESTRATOR_SYSTEM

@@ -1,8 +1,9 @@
 """A delegation's child process: a fresh Python that runs the jobs its parent sends.
 
-It stays light — no index, no embedding model, no litellm: select, note lookups, the guard,
-writes, memory and model calls are requests to the parent, which holds all of them warm.
-Only reading a note's file happens here. Over the pipe (`vaultctx.childproc` frames):
+It stays light — no index, no embedding model, no litellm, no pydantic: admitting a tool
+call (its arguments, path and permission), select, link and tag lookups, writes, memory and
+model calls are requests to the parent, which holds all of them warm. Running the tools'
+handlers and reading note files happen here. Over the pipe (`vaultctx.childproc` frames):
 
     parent → child   a `Job`; later ("ok", value) or ("raise", error), one per request
     child → parent   ("request", name, args, kwargs)  answered before the child goes on
@@ -22,23 +23,22 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..childproc import receive, send
-from ..llm import Completion
-from ..permissions import Capability
+from ..llm.client import Completion
+from ..permissions.capability import Capability
 from .jobs import Job, perform
 from .registers import ToolCallRecord
 from .trace import CompletionTrace
-from .vault import read_note_text
+from .vault import Admission, read_note_text
 
 REQUESTS = frozenset(
     {
         "select",
-        "resolve",
         "neighbours",
         "tagged",
         "create",
         "append",
         "remember",
-        "require",
+        "admit",
         "permits",
         "complete",
     }
@@ -68,9 +68,6 @@ class ParentLink:
     def select(self, query: str, k: int) -> list[dict[str, str | None]]:
         return self._request("select", query, k)
 
-    def resolve(self, note: str) -> str:
-        return self._request("resolve", note)
-
     def neighbours(self, path: str, *, incoming: bool) -> list[dict[str, str]]:
         return self._request("neighbours", path, incoming=incoming)
 
@@ -90,8 +87,8 @@ class ParentLink:
         return self._request("remember", text, tier, scope, source)
 
     # Guard
-    def require(self, capability: Capability, resource: str) -> object:
-        return self._request("require", capability, resource)
+    def admit(self, tool: str, arguments: dict[str, Any]) -> Admission | dict[str, Any]:
+        return self._request("admit", tool, arguments)
 
     def permits(self, capability: Capability, resource: str) -> bool:
         return self._request("permits", capability, resource)

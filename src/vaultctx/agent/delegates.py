@@ -2,9 +2,10 @@
 
 Past its time a child is killed and the turn goes on with `<agent>_timeout`; a child that
 dies is `<agent>_failed`. Either way nothing is left half-written: the child never writes,
-its parent applies checked writes atomically. One child starts with the turn (it imports
-while the Orchestrator's model thinks) and serves the turn's delegations one after another
-while they end cleanly; `close()` stops every child, so none outlives the turn.
+its parent applies checked writes atomically. A turn's first delegation starts a child
+(a fresh Python importing no pydantic, index or model: tens of milliseconds), which serves
+the turn's later delegations while they end cleanly; `close()` stops it, so no child
+outlives the turn, and a turn that delegates nothing starts none.
 
 Where no Python can be started (an app that embeds one) or config `agent_processes` is off,
 delegations run in threads instead: same jobs, same results, but a thread past its time is
@@ -144,9 +145,6 @@ class Delegates:
     def __init__(self, *, processes: bool = True) -> None:
         self.processes = processes and python_can_start()
         self._idle: ChildProcess | None = None
-        if self.processes:
-            with contextlib.suppress(OSError):  # the first delegation says why, if it must
-                self._idle = ChildProcess()
 
     def run(self, job: Job, host: DelegationHost) -> dict[str, Any]:
         """`job`'s result, or its structured error; never raises for the job's sake."""

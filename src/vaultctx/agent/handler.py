@@ -29,7 +29,7 @@ from .registers import ToolCallRecord
 from .session import SessionLog, SessionSummary, list_session_files
 from .skill_tools import NO_SKILLS, TurnSkills, skills_for_turn
 from .trace import CompletionTrace
-from .vault import WorkspaceVault
+from .workspace_vault import WorkspaceVault
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -157,6 +157,17 @@ class AgentRequestHandler:
         settings = LLMSettings.resolve(
             self.ws.config, model=f"{provider}/{model}", timeout=self.ws.config.agent_timeout
         )
+        # The turn's delegations share a child process; none outlives the turn.
+        with Delegates(processes=self.ws.config.agent_processes) as delegates:
+            return self._run_turn(question, skill, settings, delegates)
+
+    def _run_turn(
+        self,
+        question: str,
+        skill: SkillRun | None,
+        settings: LLMSettings,
+        delegates: Delegates,
+    ) -> TurnResult:
         if self.log is None:
             self.log = SessionLog.create(
                 sessions_dir(self.ws), vault=str(self.ws.root), version=__version__
@@ -207,20 +218,19 @@ class AgentRequestHandler:
             metadata["skills_offered"] = [entry.to_dict() for entry in skills.offered]
             metadata["skills_in_vault"] = skills.in_vault
         self._row("message", role="user", content=question, metadata=metadata)
+        team = Team(
+            vault=vault,
+            guard=guard,
+            session_id=session_id,
+            settings=settings,
+            observer=self,
+            delegates=delegates,
+            timeout=self.ws.config.agent_timeout,
+            skill_budget_tokens=self.ws.config.budget_tokens,
+        )
+        orchestrator = Orchestrator(team, skills=skills)
         try:
-            with Delegates(processes=self.ws.config.agent_processes) as delegates:
-                team = Team(
-                    vault=vault,
-                    guard=guard,
-                    session_id=session_id,
-                    settings=settings,
-                    observer=self,
-                    delegates=delegates,
-                    timeout=self.ws.config.agent_timeout,
-                    skill_budget_tokens=self.ws.config.budget_tokens,
-                )
-                orchestrator = Orchestrator(team, skills=skills)
-                run = orchestrator.run(preparation)
+            run = orchestrator.run(preparation)
         except Exception as exc:
             self._row("message", role="assistant", content="", metadata={"kind": "error",
                       "error": f"{type(exc).__name__}: {exc}"})  # fmt: skip

@@ -1,6 +1,6 @@
 """The parent's side of one delegation: everything its job may ask of the turn, answered in
-the process that holds the warm index, the guard (and the person it may ask), the model
-settings and the session log.
+the process that holds the warm index, the guard (and the person it may ask), the tools'
+schemas, the model settings and the session log.
 
 The host also keeps the delegation's clock: `timeout` seconds from its creation, not
 counting time a person spends answering a permission question. A model call is cut to the
@@ -19,9 +19,9 @@ from ..permissions import Capability, PermissionGuard, vault_relative
 from .jobs import DelegationTimeout
 from .registers import ToolCallRecord
 from .requests import TurnObserver
-from .tools import memory_resource
+from .tools import admit, memory_resource
 from .trace import CompletionTrace
-from .vault import VaultAccess
+from .vault import Admission, IndexedVault
 
 
 class DelegationHost:
@@ -30,7 +30,7 @@ class DelegationHost:
 
     def __init__(
         self,
-        vault: VaultAccess,
+        vault: IndexedVault,
         guard: PermissionGuard,
         *,
         settings: LLMSettings,
@@ -55,9 +55,6 @@ class DelegationHost:
     def select(self, query: str, k: int) -> list[dict[str, str | None]]:
         return self.vault.select(query, k)
 
-    def resolve(self, note: str) -> str:
-        return self.vault.resolve(note)
-
     def neighbours(self, path: str, *, incoming: bool) -> list[dict[str, str]]:
         return self.vault.neighbours(path, incoming=incoming)
 
@@ -80,8 +77,8 @@ class DelegationHost:
         return self.vault.remember(text, tier, scope, source)
 
     # Guard
-    def require(self, capability: Capability, resource: str) -> object:
-        return self.guard.require(capability, resource)
+    def admit(self, tool: str, arguments: dict[str, Any]) -> Admission | dict[str, Any]:
+        return admit(tool, arguments, self.vault, self.guard)
 
     def permits(self, capability: Capability, resource: str) -> bool:
         return self.guard.permits(capability, resource)

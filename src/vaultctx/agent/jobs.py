@@ -3,8 +3,9 @@ working with the model — whichever process runs it.
 
 A job reaches the vault, the guard, the model and the turn's log only through its `Parent`:
 in a child process that is a link over the pipe (`agent.child`), in the fallback thread the
-parent's own `DelegationHost`. Jobs are plain data, pickled to the child; so is a model
-job's `report`, a module-level function the child imports by name.
+parent's own `DelegationHost`. Jobs are plain data, pickled to the child, and this module
+imports nothing heavy (no pydantic): what needs it — tool schemas, argument validation,
+reading a model's JSON report — happens in the parent.
 """
 
 from __future__ import annotations
@@ -12,19 +13,16 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import VaultctxError
-from ..llm import ToolCall
-from .registers import INSTRUCTIONS, ContentProvider, ToolCallRecord
+from ..llm.client import ToolCall
+from .handlers import ToolContext, execute
+from .registers import INSTRUCTIONS, ContentProvider
 from .requests import ModelCall, ResponseRequestBuilder, TurnObserver
-from .tools import VAULT_TOOLS, VAULT_TOOLS_BY_NAME, ToolContext, execute, schemas
 from .vault import Guard, VaultAccess
 from .worker import Worker
-
-NOTE_TOOLS = ("read_note", "follow_links", "backlinks")
 
 
 class DelegationTimeout(Exception):
@@ -60,64 +58,48 @@ class WorkerJob(Job):
     calls: tuple[ToolCall, ...] = ()
 
     def run(self, ctx: ToolContext, parent: Parent) -> dict[str, Any]:
-        return Worker(ctx, tools=VAULT_TOOLS_BY_NAME, observer=parent).execute(self.calls)
-
-
-Report = Callable[[str, Sequence[ToolCallRecord]], dict[str, Any]]
-"""report(final answer, the job's tool calls) -> what the Orchestrator reads."""
+        return Worker(ctx, observer=parent).execute(self.calls)
 
 
 @dataclass(frozen=True)
 class ModelJob(Job):
-    """An agent that works with the model and the vault tools: up to `max_calls` model
-    calls, the last of which may not call tools. Model failures raise (and become the
-    delegation's structured error)."""
+    """An agent that works with the model and `tools` (their schemas): up to `max_calls`
+    model calls, the last of which may not call tools. Its result is the final answer
+    (`incomplete` when the calls ran out first); model failures raise and become the
+    delegation's structured error."""
 
     messages: tuple[dict[str, Any], ...] = ()
+    tools: tuple[dict[str, Any], ...] = ()
     model: str = ""
     max_calls: int = 5
-    report: Report | None = None
 
     def run(self, ctx: ToolContext, parent: Parent) -> dict[str, Any]:
-        assert self.report is not None
         deadline = time.monotonic() + self.timeout
         builder = ResponseRequestBuilder(
             agent=self.agent,
             model=self.model,
             complete=parent.complete,
-            tools=schemas(VAULT_TOOLS),
+            tools=self.tools,
             timeout=self.timeout,
             observer=parent,
         )
         provider = ContentProvider()
         provider[INSTRUCTIONS].items.extend(self.messages)
-        records: list[ToolCallRecord] = []
         for call_index in range(self.max_calls):
             remaining = max(deadline - time.monotonic(), 0.05)
             completion = builder.invoke(
                 provider, final=call_index == self.max_calls - 1, timeout=remaining
             )
             if not completion.tool_calls:
-                return self.report(completion.content or "", records)
+                return {"answer": completion.content or ""}
             for call in completion.tool_calls:
                 if ctx.cancelled.is_set():
                     break
                 parent.tool_started(self.agent, call.id, call.name, call.arguments)
-                record = execute(call, VAULT_TOOLS_BY_NAME, ctx)
+                record = execute(call, ctx)
                 parent.tool_finished(record)
-                records.append(record)
                 provider.manifest.items.append(record)
-        return {**self.report("", records), "incomplete": True}
-
-
-def notes_read(records: Sequence[ToolCallRecord]) -> list[str]:
-    """The notes a job's successful note tools looked at, sorted."""
-    return sorted({r.output["path"] for r in records if r.name in NOTE_TOOLS and r.ok})
-
-
-def answer_report(answer: str, records: Sequence[ToolCallRecord]) -> dict[str, Any]:
-    """A plain answer and the notes behind it (a skill's report)."""
-    return {"answer": answer.strip(), "notes_read": notes_read(records)}
+        return {"answer": "", "incomplete": True}
 
 
 def failure(agent: str, exc: BaseException) -> dict[str, Any]:

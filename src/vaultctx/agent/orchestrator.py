@@ -11,6 +11,7 @@ only becomes a structured error result the model reads.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -20,15 +21,18 @@ from ..llm import LLMSettings, ToolCall, complete
 from ..permissions import Capability, PermissionGuard
 from .delegates import Delegates
 from .host import DelegationHost
-from .jobs import WorkerJob
+from .jobs import ModelJob, WorkerJob
 from .prepare import TurnPreparation, resolve_provider_model
 from .registers import INSTRUCTIONS, ContentProvider, ToolCallRecord
 from .requests import ResponseRequestBuilder, TurnObserver
-from .researcher import research_job
-from .skill_tools import TOOL_PREFIX, SkillTool, TurnSkills, skill_job
-from .tools import INVESTIGATE, VAULT_TOOLS, schemas
+from .researcher import findings_report, research_job
+from .skill_tools import TOOL_PREFIX, SkillTool, TurnSkills, answer_report, skill_job
+from .tools import INVESTIGATE, VAULT_TOOL_SCHEMAS
 from .trace import CompletionTrace
-from .vault import VaultAccess
+from .vault import IndexedVault
+
+Report = Callable[[str, Sequence[ToolCallRecord]], dict[str, Any]]
+"""report(a model job's final answer, its tool calls) -> what the Orchestrator's model reads."""
 
 MAX_ORCHESTRATOR_CALLS = 6
 GAVE_UP = "I could not finish this within the allowed number of steps."
@@ -39,7 +43,7 @@ class Team:
     """What the Orchestrator delegates with in one turn: the vault, the turn's guard, the
     model settings, the log, where delegations run, and their limits."""
 
-    vault: VaultAccess
+    vault: IndexedVault
     guard: PermissionGuard
     session_id: str
     settings: LLMSettings
@@ -73,7 +77,7 @@ class Orchestrator:
             agent="orchestrator",
             model=team.settings.model or "",
             complete=partial(complete, settings=team.settings),
-            tools=[*schemas(VAULT_TOOLS), INVESTIGATE, *self.skills.schemas()],
+            tools=[*VAULT_TOOL_SCHEMAS, INVESTIGATE, *self.skills.schemas()],
             timeout=team.timeout,
             observer=team.observer,
         )
@@ -158,7 +162,7 @@ class Orchestrator:
             timeout=team.timeout,
         )
         host = self._host(team.guard.restricted({Capability.VAULT_READ}))
-        return team.delegates.run(job, host)
+        return self._run_model_job(job, host, findings_report)
 
     def _run_skill(self, call: ToolCall) -> dict[str, Any]:
         entry = self.skills.by_tool.get(call.name)
@@ -181,8 +185,17 @@ class Orchestrator:
             )
         except SkillError as exc:
             return {"error": "invalid_arguments", "message": str(exc)}
-        output = team.delegates.run(job, self._host(guard, settings))
+        output = self._run_model_job(job, self._host(guard, settings), answer_report)
         return {"skill": skill.name, "path": skill.path, **output}
+
+    def _run_model_job(self, job: ModelJob, host: DelegationHost, report: Report) -> dict[str, Any]:
+        """The job's report, built here from its answer and the tool calls the host saw;
+        or the delegation's structured error."""
+        outcome = self.team.delegates.run(job, host)
+        if "error" in outcome:
+            return outcome
+        result = report(outcome["answer"], host.records)
+        return {**result, "incomplete": True} if outcome.get("incomplete") else result
 
     def _skill_settings(self, entry: SkillTool) -> LLMSettings:
         """The skill's own model if it names one, else the turn's."""

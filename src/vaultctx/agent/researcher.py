@@ -10,8 +10,10 @@ from pydantic import BaseModel, Field
 
 from .. import prompts
 from ..llm import parse_json_model
-from .jobs import ModelJob, notes_read
+from .handlers import notes_read
+from .jobs import ModelJob
 from .registers import ToolCallRecord
+from .tools import VAULT_TOOL_SCHEMAS
 
 MAX_RESEARCH_CALLS = 5
 
@@ -27,7 +29,8 @@ class ResearchFindings(BaseModel):
 
 
 def findings_report(answer: str, records: Sequence[ToolCallRecord]) -> dict[str, Any]:
-    """The Researcher's JSON answer (or its text as the summary) and the notes it read."""
+    """The Researcher's JSON answer (or its text as the summary) and the notes it read;
+    built in the turn's process, which has pydantic loaded."""
     parsed, _ = parse_json_model(answer, ResearchFindings)
     findings = parsed or ResearchFindings(summary=answer.strip())
     return {**findings.model_dump(), "notes_read": notes_read(records)}
@@ -43,7 +46,7 @@ def research_job(
         session_id=session_id,
         timeout=timeout,
         messages=tuple(prompts.researcher_messages(question)),
+        tools=VAULT_TOOL_SCHEMAS,
         model=model,
         max_calls=MAX_RESEARCH_CALLS,
-        report=findings_report,
     )

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from .. import prompts
 from ..permissions import PermissionGuard
-from .jobs import ModelJob, answer_report
+from .handlers import notes_read
+from .jobs import ModelJob
+from .registers import ToolCallRecord
 from .skills import Skill, SkillRun, discover
-from .tools import function_schema
-from .vault import VaultAccess
+from .tools import VAULT_TOOL_SCHEMAS, function_schema
+from .vault import IndexedVault
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -135,7 +137,7 @@ def skill_job(
     entry: SkillTool,
     inputs: Mapping[str, Any],
     *,
-    vault: VaultAccess,
+    vault: IndexedVault,
     guard: PermissionGuard,
     session_id: str,
     model: str,
@@ -152,7 +154,12 @@ def skill_job(
         session_id=session_id,
         timeout=timeout,
         messages=tuple(prompts.skill_messages(context, run.message)),
+        tools=VAULT_TOOL_SCHEMAS,
         model=model,
         max_calls=MAX_SKILL_CALLS,
-        report=answer_report,
     )
+
+
+def answer_report(answer: str, records: Sequence[ToolCallRecord]) -> dict[str, Any]:
+    """A skill's plain answer and the notes behind it."""
+    return {"answer": answer.strip(), "notes_read": notes_read(records)}

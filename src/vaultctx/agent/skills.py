@@ -39,7 +39,7 @@ from ..workspace.parser import split_frontmatter
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
-    from .vault import VaultAccess
+    from .vault import IndexedVault
 
 INPUT_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "list": list}
 LINK = re.compile(r"\[\[([^\[\]|#^\n]+)(?:[#^|][^\[\]\n]*)?\]\]")
@@ -229,7 +229,7 @@ class SkillRun:
         values = skill.validate_inputs(inputs)
         return cls(skill, skill.render(values), values)
 
-    def context(self, vault: VaultAccess, guard: PermissionGuard, *, budget_tokens: int) -> str:
+    def context(self, vault: IndexedVault, guard: PermissionGuard, *, budget_tokens: int) -> str:
         """Step 6 of the turn: the skill and the notes it links, in link order, within
         `budget_tokens`; notes the guard would not let the skill read are left out, and
         links to no note are skipped (the template may name notes yet to be written)."""

@@ -1,47 +1,54 @@
-"""What the agents' tools may do to the vault and ask of the guard: two narrow interfaces.
+"""What the agents' tools may do to the vault and ask of the guard: narrow interfaces.
 
-Tools never see the Workspace. In the turn's own process `WorkspaceVault` answers over the
-warm index; in a delegation's child process the same calls cross the pipe to the parent
+The agents never see the Workspace. In the turn's own process an `IndexedVault`
+(`WorkspaceVault`, built by the request handler) answers over the warm index; in a
+delegation's child process the same calls cross the pipe to the parent
 (`agent.child.ParentLink`), except reading a note's file, which the child does itself so a
 read that hangs (a FIFO, a stalled mount) hangs only a process that can be stopped.
 
-Writes are applied in the parent, after its guard allowed them, and atomically (temporary
-file, then rename): a note is either as it was or as written, never half-written.
+This module imports nothing heavy: a child process imports it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import VaultctxError
-from ..permissions import Capability, confine
-
 if TYPE_CHECKING:
-    from ..workspace import Workspace
+    from ..permissions.capability import Capability
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A tool call the guard let through: its validated arguments, and the resource (the
+    confined vault path, or what else the tool touches) it was allowed on."""
+
+    arguments: dict[str, Any]
+    resource: str
 
 
 class Guard(Protocol):
-    """The part of `PermissionGuard` a tool uses."""
+    """What a tool asks of the turn's permission guard."""
 
-    def require(self, capability: Capability, resource: str) -> object: ...
+    def admit(self, tool: str, arguments: dict[str, Any]) -> Admission | dict[str, Any]:
+        """The call's `Admission`, or its structured error (unknown tool, invalid
+        arguments, a path outside the vault, a note not found, permission denied)."""
+        ...
 
-    def permits(self, capability: Capability, resource: str) -> bool: ...
+    def permits(self, capability: Capability, resource: str) -> bool:
+        """Whether reading `resource` is allowed without asking: hidden results stay out."""
+        ...
 
 
 class VaultAccess(Protocol):
-    """The vault and its index as tools use them. Paths are vault-relative and confined."""
+    """The vault and its index as tool handlers use them. Paths are vault-relative and
+    already confined; writes are checked by the guard again where they are applied."""
 
     root: Path
 
     def select(self, query: str, k: int) -> list[dict[str, str | None]]:
         """Ranked passages: `path` (None for a memory), `heading`, `text`."""
-        ...
-
-    def resolve(self, note: str) -> str:
-        """The indexed note's path (by path, title or alias); `NoteNotFound` otherwise."""
         ...
 
     def neighbours(self, path: str, *, incoming: bool) -> list[dict[str, str]]:
@@ -67,81 +74,14 @@ class VaultAccess(Protocol):
         ...
 
 
-def read_note_text(root: Path, path: str) -> str:
-    return (root / path).read_text(encoding="utf-8", errors="replace")
-
-
-def appended(existing: str, text: str) -> str:
-    """`existing` with `text` as its new last lines (one newline between, one at the end)."""
-    separator = "" if not existing or existing.endswith("\n") else "\n"
-    return f"{existing}{separator}{text.rstrip()}\n"
-
-
-def write_atomically(target: Path, text: str) -> None:
-    """Replace `target`'s content in one rename; the temporary file sits beside it (same
-    filesystem) and keeps the note's permissions."""
-    temporary = target.with_name(f".{target.name}.vaultctx-{os.getpid()}.tmp")
-    try:
-        with temporary.open("w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if target.exists():
-            os.chmod(temporary, target.stat().st_mode & 0o7777)
-        os.replace(temporary, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
-
-
-class WorkspaceVault:
-    """`VaultAccess` over an open Workspace: the warm select, the index and memory."""
-
-    def __init__(self, ws: Workspace) -> None:
-        self.ws = ws
-        self.root = ws.root
-
-    def select(self, query: str, k: int) -> list[dict[str, str | None]]:
-        selection = self.ws.select(query, k=k)
-        return [
-            {"path": c.path, "heading": c.heading_path, "text": c.text}
-            for c in selection.candidates
-        ]
+class IndexedVault(VaultAccess, Protocol):
+    """`VaultAccess` in the turn's process, where the index is: it also finds notes by
+    name, to admit a call's path and to gather a skill's linked notes."""
 
     def resolve(self, note: str) -> str:
-        return self.ws.resolve_note(note)[0]
+        """The indexed note's path (by path, title or alias); `NoteNotFound` otherwise."""
+        ...
 
-    def neighbours(self, path: str, *, incoming: bool) -> list[dict[str, str]]:
-        graph = self.ws.graph()
-        nodes = graph.predecessors(path) if incoming else graph.successors(path)
-        return [{"path": n, "title": graph.nodes[n].get("title", "")} for n in sorted(nodes)]
 
-    def tagged(self, tag: str) -> list[dict[str, str]]:
-        rows = self.ws.db.connect().execute(
-            "SELECT n.path, n.title FROM tags t JOIN notes n ON n.id = t.note_id"
-            " WHERE t.tag = ? ORDER BY n.path",
-            (tag,),
-        )
-        return [{"path": p, "title": t} for p, t in rows]
-
-    def read(self, path: str) -> str:
-        return read_note_text(self.root, path)
-
-    def create(self, path: str, text: str) -> bool:
-        target = confine(self.root, path)
-        if target.exists():
-            return False
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(target, text)
-        self.ws.index(paths=[path])
-        return True
-
-    def append(self, path: str, text: str) -> None:
-        target = confine(self.root, path)
-        if not target.is_file():  # a FIFO or device would hang or corrupt this process
-            raise VaultctxError(f"{path} is not a regular file")
-        write_atomically(target, appended(read_note_text(self.root, path), text))
-        self.ws.index(paths=[path])
-
-    def remember(self, text: str, tier: str, scope: str | None, source: dict[str, Any]) -> str:
-        return self.ws.memory.add(text, tier=tier, scope=scope, source=source).id
+def read_note_text(root: Path, path: str) -> str:
+    return (root / path).read_text(encoding="utf-8", errors="replace")
