@@ -141,6 +141,17 @@ def test_a_skill_declaring_writes_may_write_with_its_own_model(
     assert model.seen["orchestrator"][0].model == "test-agent"
 
 
+def test_a_model_the_caller_chose_runs_the_skills_too(
+    tmp_path: Path, llm_server: LLMServer, model: AgentModel
+) -> None:
+    vault = write_files(tmp_path / "vault", {**NOTES, "Skills/File Todo.md": FILE_TODO})
+    model.orchestrator.extend([call("skill_file_todo", item="wax"), Reply(content="Ok.")])
+    with open_agent_workspace(vault, llm_server) as ws:
+        ws.ask("I need wax", model="openai/chosen")
+    assert [r.model for r in model.seen["skill"]] == ["chosen"]
+    assert model.seen["orchestrator"][0].model == "chosen"
+
+
 @pytest.mark.parametrize(
     ("arguments", "error"),
     [({"hive": "Clover"}, "unknown_skill"), ({}, "invalid_arguments")],

@@ -227,6 +227,7 @@ class AgentRequestHandler:
             delegates=delegates,
             timeout=self.ws.config.agent_timeout,
             skill_budget_tokens=self.ws.config.budget_tokens,
+            skill_models=self.model is None,
         )
         orchestrator = Orchestrator(team, skills=skills)
         try:

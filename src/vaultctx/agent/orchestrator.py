@@ -41,7 +41,8 @@ GAVE_UP = "I could not finish this within the allowed number of steps."
 @dataclass(frozen=True)
 class Team:
     """What the Orchestrator delegates with in one turn: the vault, the turn's guard, the
-    model settings, the log, where delegations run, and their limits."""
+    model settings, the log, where delegations run, and their limits. `skill_models`: a
+    skill that names a model runs on it (not when the caller chose the turn's model)."""
 
     vault: IndexedVault
     guard: PermissionGuard
@@ -51,6 +52,7 @@ class Team:
     delegates: Delegates
     timeout: float
     skill_budget_tokens: int
+    skill_models: bool
 
 
 @dataclass
@@ -198,8 +200,8 @@ class Orchestrator:
         return {**result, "incomplete": True} if outcome.get("incomplete") else result
 
     def _skill_settings(self, entry: SkillTool) -> LLMSettings:
-        """The skill's own model if it names one, else the turn's."""
-        if entry.skill.model is None:
+        """The skill's own model if it names one (and may), else the turn's."""
+        if entry.skill.model is None or not self.team.skill_models:
             return self.team.settings
         provider, model = resolve_provider_model(None, entry.skill.model)
         return replace(self.team.settings, model=f"{provider}/{model}")
