@@ -114,6 +114,37 @@ def test_a_researcher_whose_process_dies_is_a_structured_error(
     assert result.answer == "Sorry." and agent_children() == []
 
 
+BROKEN_CHILDREN = {
+    "cannot start": (["/nonexistent/python"], "FileNotFoundError: "),
+    "dies at once": ([sys.executable, "-c", "import sys; sys.exit(3)"], "exited with code 3"),
+    "talks nonsense": (
+        [sys.executable, "-c", "import sys; from vaultctx.childproc import send;"
+         " send(sys.stdout.buffer, ('hello',)); sys.stdin.buffer.read()"],
+        "broke the protocol",
+    ),
+    "sends garbage": (
+        [sys.executable, "-c", "import sys; sys.stdout.buffer.write(b'\\x05' + bytes(7) +"
+         " b'hello'); sys.stdout.flush(); sys.stdin.buffer.read()"],
+        "stopped talking",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("broken", list(BROKEN_CHILDREN))
+def test_a_child_that_cannot_serve_is_a_structured_error_and_the_turn_answers(
+    vault: Path, llm_server: LLMServer, model: AgentModel, monkeypatch: pytest.MonkeyPatch,
+    broken: str,
+) -> None:  # fmt: skip
+    command, message = BROKEN_CHILDREN[broken]
+    monkeypatch.setattr("vaultctx.agent.delegates.child_command", lambda *args: command)
+    model.orchestrator.extend([call("read_note", path="Varroa"), Reply(content="No luck.")])
+    with open_agent_workspace(vault, llm_server) as ws:
+        result = ws.ask("Read about varroa")
+    output = result.tool_activity[0]["output"]
+    assert output["error"] == "worker_failed" and message in output["message"]
+    assert result.answer == "No luck." and agent_children() == []
+
+
 def test_one_child_serves_the_turn_and_none_outlives_it(
     vault: Path, llm_server: LLMServer, model: AgentModel
 ) -> None:

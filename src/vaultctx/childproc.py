@@ -16,7 +16,7 @@ import sys
 from typing import BinaryIO
 
 _LENGTH = struct.Struct("<Q")
-MAX_MESSAGE = 1 << 30
+_MAX_MESSAGE = 1 << 30
 
 # The child imports modules from exactly where this process does (a source checkout, a
 # venv), so what it pickles unpickles here and the other way round.
@@ -50,7 +50,7 @@ def receive(stream: BinaryIO) -> object:
     """The next message; `EOFError` when the other side closed its end (or died)."""
     header = _read_exactly(stream, _LENGTH.size)
     (size,) = _LENGTH.unpack(header)
-    if size > MAX_MESSAGE:
+    if size > _MAX_MESSAGE:
         raise ValueError(f"a {size}-byte message is not from a vaultctx process")
     return pickle.loads(_read_exactly(stream, size))
 

@@ -34,7 +34,7 @@ THREAD_POLL_SECONDS = 0.05
 _GONE = object()  # what the reading thread says when the child's output ends
 
 
-class ChildGone(Exception):
+class ChildGone(VaultctxError):
     """The child process died, closed its pipe or broke the protocol."""
 
 
@@ -53,10 +53,6 @@ class ChildProcess:
         self._reader = threading.Thread(target=self._read, name="vaultctx-child-read", daemon=True)
         self._reader.start()
 
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
     def _read(self) -> None:
         assert self.process.stdout is not None
         while True:
@@ -69,28 +65,32 @@ class ChildProcess:
 
     def run(self, job: Job, host: DelegationHost) -> dict[str, Any]:
         """Send `job`, serve its requests and events, return its result. Raises
-        `DelegationTimeout` or `ChildGone`; the caller stops the child then."""
+        `DelegationTimeout`, `ChildGone`, or what serving an event raised; the caller stops
+        the child then."""
         self._send(job)
         while True:
-            message = self._next(host)
-            if not isinstance(message, tuple) or not message:
-                raise ChildGone(f"the {job.agent} process sent something that is not a message")
-            if message[0] == "done":
-                return message[1]
-            kind, name, args, kwargs = message
-            allowed = REQUESTS if kind == "request" else EVENTS if kind == "event" else ()
-            if name not in allowed:
-                raise ChildGone(f"the {job.agent} process asked for {kind} {name!r}")
-            if kind == "event":
-                getattr(host, name)(*args, **kwargs)
-                continue
-            try:
-                reply: tuple[str, Any] = ("ok", getattr(host, name)(*args, **kwargs))
-            except DelegationTimeout:
-                raise
-            except Exception as exc:  # the job handles it as if the call had failed there
-                reply = ("raise", _portable(exc))
-            self._send(reply)
+            match self._next(host):
+                case ("done", dict() as result):
+                    return result
+                case ("event", str() as name, tuple() as args, dict() as kwargs) if name in EVENTS:
+                    getattr(host, name)(*args, **kwargs)
+                case ("request", str() as name, tuple() as args, dict() as kwargs) if (
+                    name in REQUESTS
+                ):
+                    self._send(self._answer(host, name, args, kwargs))
+                case _:
+                    raise ChildGone(f"the {job.agent} process broke the protocol")
+
+    @staticmethod
+    def _answer(
+        host: DelegationHost, name: str, args: tuple, kwargs: dict[str, Any]
+    ) -> tuple[str, Any]:
+        try:
+            return "ok", getattr(host, name)(*args, **kwargs)
+        except DelegationTimeout:
+            raise
+        except Exception as exc:  # the job handles it as if the call had failed there
+            return "raise", _portable(exc)
 
     def _next(self, host: DelegationHost) -> Any:
         while (left := host.remaining()) > 0:
@@ -111,9 +111,9 @@ class ChildProcess:
 
     def _ending(self) -> str:
         try:
-            code = self.process.wait(timeout=5)
+            code = self.process.wait(timeout=1)  # its output ended: it is exiting, or broken
         except subprocess.TimeoutExpired:
-            return "the process closed its pipe"
+            return "the process stopped talking (closed its pipe or sent nonsense)"
         if code < 0:
             return f"the process was killed by {signal.Signals(-code).name}"
         return f"the process exited with code {code}"
@@ -160,10 +160,10 @@ class Delegates:
         except DelegationTimeout:
             child.stop()
             return timed_out(job.agent, job.timeout)
-        except ChildGone as exc:
+        except Exception as exc:  # it died or broke the protocol, or its log failed here
             child.stop()
-            return failure(job.agent, VaultctxError(str(exc)))
-        except BaseException:
+            return failure(job.agent, exc)
+        except BaseException:  # an interrupt: stop the child, then let it through
             child.stop()
             raise
         self._idle = child
