@@ -27,7 +27,7 @@ from .orchestrator import Orchestrator, Team
 from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model
 from .registers import ToolCallRecord
 from .session import SessionLog, SessionSummary, list_session_files
-from .skill_tools import NO_SKILLS, TurnSkills, skills_for_turn
+from .skill_tools import NO_SKILLS, skills_for_turn
 from .trace import CompletionTrace
 from .workspace_vault import WorkspaceVault
 
@@ -254,7 +254,7 @@ class AgentRequestHandler:
             prompt_render_hash=preparation.prompt_render_hash,
             model=preparation.litellm_model,
             skills_offered=tuple(entry.to_dict() for entry in skills.offered),
-            skills_ran=tuple(skills_ran(skills, run.records)),
+            skills_ran=tuple(skills.ran(run.records)),
         )
 
     def _compacted(
@@ -344,23 +344,6 @@ class AgentRequestHandler:
             self._turn.activity.append(data)
         if self.on_event:
             self.on_event("tool_result", data)
-
-
-def skills_ran(skills: TurnSkills, records: list[ToolCallRecord]) -> list[dict[str, Any]]:
-    """The skill calls of a turn, each with why its skill was offered."""
-    ran = []
-    for record in records:
-        entry = skills.by_tool.get(record.name)
-        if entry is not None:
-            ran.append(
-                {
-                    **entry.to_dict(),
-                    "reason": entry.reason or "not offered this turn; called by its tool name",
-                    "call_id": record.call_id,
-                    "ok": record.ok,
-                }
-            )
-    return ran
 
 
 def readable_context(context: SessionContext, guard: PermissionGuard) -> SessionContext:

@@ -75,6 +75,23 @@ class TurnSkills:
     def schemas(self) -> list[dict[str, Any]]:
         return [entry.schema() for entry in self.offered]
 
+    def ran(self, records: Sequence[ToolCallRecord]) -> list[dict[str, Any]]:
+        """The skill calls among a turn's `records`, each with why its skill was offered."""
+        ran = []
+        for record in records:
+            entry = self.by_tool.get(record.name)
+            if entry is not None:
+                reason = entry.reason or "not offered this turn; called by its tool name"
+                ran.append(
+                    {
+                        **entry.to_dict(),
+                        "reason": reason,
+                        "call_id": record.call_id,
+                        "ok": record.ok,
+                    }
+                )
+        return ran
+
     def unknown(self, tool: str) -> dict[str, str]:
         offered = ", ".join(entry.tool for entry in self.offered) or "none"
         return {
