@@ -135,18 +135,29 @@ def assert_full_text_matches_blocks(db_path: Path) -> None:
         conn.close()
 
 
-def reader_workers() -> list[int]:
-    """Pids of live `vaultctx.workspace.reader` worker processes (Linux /proc)."""
+def live_processes(marker: str, *, parent: int | None = None) -> list[int]:
+    """Pids of live processes whose command line holds `marker` (Linux /proc); with
+    `parent`, only that process's children."""
     pids = []
     for entry in Path("/proc").glob("[0-9]*"):
         try:
             cmdline = (entry / "cmdline").read_bytes()
-            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+            state, ppid = (entry / "stat").read_text().rpartition(")")[2].split()[:2]
         except OSError:
             continue
-        if b"vaultctx.workspace.reader" in cmdline and state != "Z":
+        if marker.encode() in cmdline and state != "Z" and parent in (None, int(ppid)):
             pids.append(int(entry.name))
     return pids
+
+
+def reader_workers() -> list[int]:
+    """Pids of live `vaultctx.workspace.reader` worker processes."""
+    return live_processes("vaultctx.workspace.reader")
+
+
+def agent_children() -> list[int]:
+    """Pids of this process's live delegation children (`vaultctx.agent.child`)."""
+    return live_processes("vaultctx.agent.child", parent=os.getpid())
 
 
 @pytest.fixture(autouse=True)

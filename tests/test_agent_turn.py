@@ -4,16 +4,17 @@ included, over a small vault indexed without embeddings."""
 from __future__ import annotations
 
 import json
-from collections import deque
 from pathlib import Path
 
 import pytest
 
+from agent_model import AgentModel, agent_model_fixture, call, open_agent_workspace  # noqa: F401
 from conftest import hash_tree, write_files
-from llm_server import LLMServer, Reply, Request, ToolCallReply, llm_server_fixture  # noqa: F401
+from llm_server import LLMServer, Reply, ToolCallReply, llm_server_fixture  # noqa: F401
 from vaultctx import Workspace
 from vaultctx.agent import load_session, sessions_dir
 from vaultctx.agent.orchestrator import GAVE_UP, MAX_ORCHESTRATOR_CALLS
+from vaultctx.agent.requests import ResponseRequestBuilder
 from vaultctx.errors import LLMNotConfigured
 from vaultctx.prompts import ORCHESTRATOR_SYSTEM, RESEARCHER_SYSTEM
 
@@ -30,52 +31,9 @@ VAULT = {
 }
 
 
-class Model:
-    """The scripted model, per agent: refine-gate requests (no tools) get an invalid answer
-    so the deterministic gate decides; orchestrator and researcher read their own queues."""
-
-    def __init__(self) -> None:
-        self.orchestrator: deque[Reply] = deque()
-        self.researcher: deque[Reply] = deque()
-        self.seen: dict[str, list[Request]] = {"orchestrator": [], "researcher": []}
-
-    def __call__(self, request: Request) -> Reply:
-        if "tools" not in request.body:
-            return Reply(content="not json")
-        agent = (
-            "researcher"
-            if request.messages[0]["content"] == RESEARCHER_SYSTEM
-            else ("orchestrator")
-        )
-        self.seen[agent].append(request)
-        queue = getattr(self, agent)
-        return queue.popleft() if queue else Reply(content=f"{agent} done")
-
-
-def call(name: str, **arguments: object) -> Reply:
-    return Reply(tool_calls=(ToolCallReply(name, arguments),))
-
-
-@pytest.fixture
-def model(llm_server: LLMServer) -> Model:
-    scripted = Model()
-    llm_server.script(scripted)
-    return scripted
-
-
 @pytest.fixture
 def vault(tmp_path: Path) -> Path:
     return write_files(tmp_path / "vault", VAULT)
-
-
-def open_ws(root: Path, server: LLMServer, **config: object) -> Workspace:
-    ws = Workspace.open(
-        root,
-        {"llm_model": "openai/test-agent", "llm_api_base": server.api_base, "embed": False}
-        | config,
-    )
-    ws.index(embed=False)
-    return ws
 
 
 def rows_of(ws: Workspace, session_id: str, kind: str) -> list[dict]:
@@ -83,10 +41,10 @@ def rows_of(ws: Workspace, session_id: str, kind: str) -> list[dict]:
 
 
 def test_server_receives_the_seven_step_order_and_the_log_holds_its_system_prompt(
-    vault: Path, llm_server: LLMServer, model: Model
+    vault: Path, llm_server: LLMServer, model: AgentModel
 ) -> None:
     model.orchestrator.append(Reply(content="At the orchard, see [[Hives.md]] and [[Nope]]."))
-    with open_ws(vault, llm_server) as ws:
+    with open_agent_workspace(vault, llm_server) as ws:
         ws.memory.add("Answer in one sentence.", kind="procedural")
         result = ws.ask("Where do the beehives stand?")
         sent = model.seen["orchestrator"][0]
@@ -111,13 +69,13 @@ def test_server_receives_the_seven_step_order_and_the_log_holds_its_system_promp
 
 
 def test_a_denied_write_is_a_structured_error_and_the_vault_is_unchanged(
-    vault: Path, llm_server: LLMServer, model: Model
+    vault: Path, llm_server: LLMServer, model: AgentModel
 ) -> None:
     model.orchestrator.extend(
         [call("create_note", path="Inbox/New.md", content="hello"), Reply(content="Not done.")]
     )
     before = hash_tree(vault)
-    with open_ws(vault, llm_server) as ws:
+    with open_agent_workspace(vault, llm_server) as ws:
         result = ws.ask("Create a note Inbox/New.md saying hello")
         results = rows_of(ws, result.session_id, "tool_result")
     assert hash_tree(vault) == before
@@ -134,7 +92,7 @@ def test_a_denied_write_is_a_structured_error_and_the_vault_is_unchanged(
 
 
 def test_policy_allows_writes_only_under_inbox_and_the_note_is_indexed(
-    vault: Path, llm_server: LLMServer, model: Model
+    vault: Path, llm_server: LLMServer, model: AgentModel
 ) -> None:
     (vault / ".vaultctx").mkdir()
     (vault / ".vaultctx" / "permissions.toml").write_text(
@@ -154,7 +112,7 @@ def test_policy_allows_writes_only_under_inbox_and_the_note_is_indexed(
         ]
     )
     varroa = (vault / "Varroa.md").read_bytes()
-    with open_ws(vault, llm_server) as ws:
+    with open_agent_workspace(vault, llm_server) as ws:
         result = ws.ask("File these")
         assert ws.resolve_note("Frames")[0] == "Inbox/Frames.md"
         tagged = ws.db.connect().execute("SELECT count(*) FROM tags WHERE tag='shopping'")
@@ -168,7 +126,7 @@ def test_policy_allows_writes_only_under_inbox_and_the_note_is_indexed(
 
 
 def test_notes_a_read_policy_hides_reach_the_model_through_no_tool_and_no_context(
-    vault: Path, llm_server: LLMServer, model: Model
+    vault: Path, llm_server: LLMServer, model: AgentModel
 ) -> None:
     (vault / ".vaultctx").mkdir()
     (vault / ".vaultctx" / "permissions.toml").write_text(
@@ -185,7 +143,7 @@ def test_notes_a_read_policy_hides_reach_the_model_through_no_tool_and_no_contex
             Reply(content="Done."),
         ]
     )
-    with open_ws(vault, llm_server) as ws:
+    with open_agent_workspace(vault, llm_server) as ws:
         assert "Inbox/Todo.md" in [c.path for c in ws.select("buy frames beehives").candidates]
         result = ws.ask("What should I buy for the beehives?")
     found = result.tool_activity[0]["output"]["results"]
@@ -196,7 +154,7 @@ def test_notes_a_read_policy_hides_reach_the_model_through_no_tool_and_no_contex
 
 
 def test_path_escapes_are_refused_even_when_writes_are_allowed(
-    vault: Path, tmp_path: Path, llm_server: LLMServer, model: Model
+    vault: Path, tmp_path: Path, llm_server: LLMServer, model: AgentModel
 ) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -215,7 +173,7 @@ def test_path_escapes_are_refused_even_when_writes_are_allowed(
             Reply(content="No."),
         ]
     )
-    with open_ws(vault, llm_server) as ws:
+    with open_agent_workspace(vault, llm_server) as ws:
         result = ws.ask("escape", asker=lambda capability, resource: True)
     errors = [a["output"]["error"] for a in result.tool_activity]
     assert errors == ["path_outside_vault"] * 4
@@ -223,7 +181,7 @@ def test_path_escapes_are_refused_even_when_writes_are_allowed(
 
 
 def test_an_injected_note_gets_no_write_without_permission(
-    vault: Path, llm_server: LLMServer, model: Model
+    vault: Path, llm_server: LLMServer, model: AgentModel
 ) -> None:
     model.orchestrator.extend(
         [
@@ -238,7 +196,7 @@ def test_an_injected_note_gets_no_write_without_permission(
         ]
     )
     before = hash_tree(vault)
-    with open_ws(vault, llm_server) as ws:
+    with open_agent_workspace(vault, llm_server) as ws:
         result = ws.ask("What was the meeting about beehives?")
     assert hash_tree(vault) == before
     first = model.seen["orchestrator"][0].messages
@@ -256,7 +214,7 @@ def test_an_injected_note_gets_no_write_without_permission(
 
 
 def test_the_researcher_investigates_with_read_tools_and_reports_findings(
-    vault: Path, llm_server: LLMServer, model: Model
+    vault: Path, llm_server: LLMServer, model: AgentModel
 ) -> None:
     findings = {"summary": "Oxalic acid in winter.", "findings": [
         {"claim": "Treat with oxalic acid", "notes": ["Varroa.md"]}]}  # fmt: skip
@@ -273,7 +231,7 @@ def test_the_researcher_investigates_with_read_tools_and_reports_findings(
             Reply(content=json.dumps(findings)),
         ]
     )
-    with open_ws(vault, llm_server) as ws:
+    with open_agent_workspace(vault, llm_server) as ws:
         result = ws.ask("How do I treat mites?", asker=lambda c, r: True)
         rows = load_session(ws, result.session_id)
     investigate = next(a for a in result.tool_activity if a["name"] == "investigate")
@@ -294,13 +252,13 @@ def test_the_researcher_investigates_with_read_tools_and_reports_findings(
     [(Reply(status=500), "researcher_failed"), (Reply(delay=3.0), "researcher_timeout")],
 )
 def test_a_researcher_crash_or_timeout_is_a_clear_error_and_the_turn_completes(
-    vault: Path, llm_server: LLMServer, model: Model, reply: Reply, error: str
+    vault: Path, llm_server: LLMServer, model: AgentModel, reply: Reply, error: str
 ) -> None:
     model.orchestrator.extend(
         [call("investigate", question="mites?"), Reply(content="Research failed.")]
     )
     model.researcher.append(reply)
-    with open_ws(vault, llm_server, agent_timeout=1.0) as ws:
+    with open_agent_workspace(vault, llm_server, agent_timeout=1.0) as ws:
         result = ws.ask("Investigate mites")
     output = result.tool_activity[0]["output"]
     assert output["error"] == error and output["message"]
@@ -308,15 +266,19 @@ def test_a_researcher_crash_or_timeout_is_a_clear_error_and_the_turn_completes(
     assert result.answer == "Research failed."
 
 
-def test_a_crashing_researcher_does_not_take_the_turn_down(
-    vault: Path, llm_server: LLMServer, model: Model, monkeypatch: pytest.MonkeyPatch
+def test_a_crashing_researcher_in_a_thread_does_not_take_the_turn_down(
+    vault: Path, llm_server: LLMServer, model: AgentModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def boom(self: object, question: str) -> dict:
-        raise RuntimeError("segfault-ish")
+    invoke = ResponseRequestBuilder.invoke
 
-    monkeypatch.setattr("vaultctx.agent.researcher.Researcher.investigate", boom)
+    def boom(self: ResponseRequestBuilder, provider: object, **options: object) -> object:
+        if self.agent == "researcher":
+            raise RuntimeError("segfault-ish")
+        return invoke(self, provider, **options)
+
+    monkeypatch.setattr(ResponseRequestBuilder, "invoke", boom)
     model.orchestrator.extend([call("investigate", question="q"), Reply(content="Sorry.")])
-    with open_ws(vault, llm_server) as ws:
+    with open_agent_workspace(vault, llm_server, agent_processes=False) as ws:
         result = ws.ask("Investigate")
     assert result.tool_activity[0]["output"] == {
         "error": "researcher_failed",
@@ -325,15 +287,15 @@ def test_a_crashing_researcher_does_not_take_the_turn_down(
 
 
 def test_resume_rebuilds_the_same_history_even_after_a_torn_last_line(
-    vault: Path, llm_server: LLMServer, model: Model
+    vault: Path, llm_server: LLMServer, model: AgentModel
 ) -> None:
     model.orchestrator.extend([Reply(content="At the orchard."), Reply(content="Oxalic acid.")])
-    with open_ws(vault, llm_server) as ws:
+    with open_agent_workspace(vault, llm_server) as ws:
         first = ws.ask("Where are the beehives?")
         path = sessions_dir(ws) / f"{first.session_id}.jsonl"
     with path.open("a") as handle:  # a writer killed mid-row
         handle.write('{"type": "message", "role": "user", "content": "half')
-    with open_ws(vault, llm_server) as ws:
+    with open_agent_workspace(vault, llm_server) as ws:
         second = ws.ask("And the mites?", session_id=first.session_id)
         rows = load_session(ws, first.session_id)
     assert second.session_id == first.session_id
@@ -349,10 +311,10 @@ def test_resume_rebuilds_the_same_history_even_after_a_torn_last_line(
 
 
 def test_the_orchestrator_is_bounded_and_its_last_call_may_not_use_tools(
-    vault: Path, llm_server: LLMServer, model: Model
+    vault: Path, llm_server: LLMServer, model: AgentModel
 ) -> None:
     model.orchestrator.extend([call("list_by_tag", tag="bees")] * 10)
-    with open_ws(vault, llm_server) as ws:
+    with open_agent_workspace(vault, llm_server) as ws:
         result = ws.ask("loop forever")
     assert len(model.seen["orchestrator"]) == MAX_ORCHESTRATOR_CALLS
     assert model.seen["orchestrator"][-1].body.get("tool_choice") == "none"

@@ -98,9 +98,9 @@ WORKERS_THAT_FAIL = {
     "dies midway": [
         sys.executable,
         "-c",
-        "from vaultctx.workspace import reader; import sys;"
-        " index, jobs = reader._receive(sys.stdin.buffer);"
-        " reader._send(sys.stdout.buffer, (index, reader.read_notes(jobs, 200))); sys.exit(3)",
+        "from vaultctx.workspace import reader; from vaultctx.childproc import receive, send;"
+        " import sys; index, jobs = receive(sys.stdin.buffer);"
+        " send(sys.stdout.buffer, (index, reader.read_notes(jobs, 200))); sys.exit(3)",
     ],
     "talks nonsense": [
         sys.executable,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import agent_children
 from llm_server import LLMServer, Reply, ToolCallReply, llm_server_fixture  # noqa: F401
 from vaultctx import Workspace
 from vaultctx.server.run import LocalServer
@@ -71,7 +72,8 @@ def test_ask_streams_tool_activity_then_the_answer(served, llm_server: LLMServer
     events = stream_ask(server, {"question": "How do I treat varroa?"})
     kinds = [kind for kind, _ in events]
     assert kinds == ["tool_call", "tool_result", "answer"]
-    assert events[0][1]["name"] == "read_note"
+    assert events[0][1]["name"] == "read_note" and events[0][1]["agent"] == "worker"
+    assert agent_children() == [], "the worker's process ended with the turn"
     answer = events[-1][1]
     assert "oxalic acid" in answer["answer"]
     assert answer["citations"] == ["Varroa.md"]

@@ -12,6 +12,7 @@ from llm_server import LLMServer, Reply, Request, ToolCallReply, llm_server_fixt
 from vaultctx import Workspace
 from vaultctx.agent import SkillRun, find_skill, load_session
 from vaultctx.agent.skills import discover, parse_skill
+from vaultctx.agent.workspace_vault import WorkspaceVault
 from vaultctx.errors import SkillError
 from vaultctx.permissions import Capability, PermissionGuard
 from vaultctx.prompts import ORCHESTRATOR_SYSTEM
@@ -241,6 +242,6 @@ def test_linked_notes_respect_the_token_budget(vault: Path) -> None:
     skill = parse_skill("Skills/Hive Summary.md", SUMMARY_SKILL)
     with open_ws(vault) as ws:
         text = SkillRun.prepare(skill, {"hive": "Clover"}).context(
-            ws, PermissionGuard(), budget_tokens=100
+            WorkspaceVault(ws), PermissionGuard(), budget_tokens=100
         )
     assert "…(truncated)" in text and len(text) < 1200

@@ -67,6 +67,11 @@ class Config(BaseModel):
     agent_timeout: float = Field(
         30.0, gt=0, description="seconds one agent model call or delegation may take"
     )
+    agent_processes: bool = Field(
+        True,
+        description="run Worker, Researcher and skills in child processes that a timeout"
+        " stops (false: threads, which are only flagged)",
+    )
     skills_folder: str = Field("Skills", description="vault folder whose notes are skills")
     context_window_tokens: int = Field(
         8000, ge=256, description="the agent model's context budget; longer sessions compact"

@@ -106,6 +106,9 @@ class PermissionDenied(VaultctxError):
         self.resource = resource
         self.reason = reason
 
+    def __reduce__(self) -> tuple:  # errors cross the pipe of an agent's child process
+        return type(self), (self.capability, self.resource, self.reason)
+
     def to_dict(self) -> dict[str, str]:
         """The structured error a model receives instead of the tool's output."""
         return {
@@ -125,6 +128,9 @@ class PathOutsideVault(VaultctxError):
         super().__init__(f"path refused: {path!r} ({reason})")
         self.path = path
         self.reason = reason
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self.path, self.reason)
 
     def to_dict(self) -> dict[str, str]:
         return {"error": "path_outside_vault", "path": self.path, "reason": self.reason}

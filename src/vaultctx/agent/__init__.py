@@ -1,29 +1,70 @@
-"""The agent turn: TurnPreparer → Orchestrator (Researcher, Worker) under a PermissionGuard,
-every event in a replayable session file.
+"""The agent turn: TurnPreparer → Orchestrator (Researcher, Worker, skills) under a
+PermissionGuard, every event in a replayable session file.
 
     with Workspace.open("~/notes") as ws:
         result = ws.ask("What did I decide about the hives?")
         print(result.answer, result.citations)
+
+Exports load on first use (PEP 562): a delegation's child process imports a few modules of
+this package and must not pay for the pipeline, numpy or the index.
 """
 
-from .compaction import Compaction, history_from_rows
-from .handler import (
-    AgentRequestHandler,
-    TurnResult,
-    cited_notes,
-    list_sessions,
-    load_session,
-    sessions_dir,
-)
-from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model, split_model
-from .registers import ContentProvider, ContextClass, Register, ToolCallRecord
-from .session import SessionLog, SessionSummary, read_rows
-from .skills import Skill, SkillCatalog, SkillInput, SkillRun, discover, find_skill
-from .tools import ORCHESTRATOR_TOOLS, VAULT_TOOLS, Tool
-from .trace import CompletionTrace, CompletionTraceStep
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .compaction import Compaction, history_from_rows
+    from .handler import (
+        AgentRequestHandler,
+        TurnResult,
+        cited_notes,
+        list_sessions,
+        load_session,
+        sessions_dir,
+    )
+    from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model, split_model
+    from .registers import ContentProvider, ContextClass, Register, ToolCallRecord
+    from .session import SessionLog, SessionSummary, read_rows
+    from .skills import Skill, SkillCatalog, SkillInput, SkillRun, discover, find_skill
+    from .tools import VAULT_TOOLS, Tool
+    from .trace import CompletionTrace, CompletionTraceStep
+
+_LAZY = {
+    "Compaction": ".compaction",
+    "history_from_rows": ".compaction",
+    "AgentRequestHandler": ".handler",
+    "TurnResult": ".handler",
+    "cited_notes": ".handler",
+    "list_sessions": ".handler",
+    "load_session": ".handler",
+    "sessions_dir": ".handler",
+    "TurnPreparation": ".prepare",
+    "TurnPreparer": ".prepare",
+    "resolve_provider_model": ".prepare",
+    "split_model": ".prepare",
+    "ContentProvider": ".registers",
+    "ContextClass": ".registers",
+    "Register": ".registers",
+    "ToolCallRecord": ".registers",
+    "SessionLog": ".session",
+    "SessionSummary": ".session",
+    "read_rows": ".session",
+    "Skill": ".skills",
+    "SkillCatalog": ".skills",
+    "SkillInput": ".skills",
+    "SkillRun": ".skills",
+    "discover": ".skills",
+    "find_skill": ".skills",
+    "VAULT_TOOLS": ".tools",
+    "Tool": ".tools",
+    "CompletionTrace": ".trace",
+    "CompletionTraceStep": ".trace",
+}
+
+__getattr__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
-    "ORCHESTRATOR_TOOLS",
     "VAULT_TOOLS",
     "AgentRequestHandler",
     "Compaction",

@@ -22,12 +22,14 @@ from ..llm import LLMSettings, count_tokens
 from ..permissions import Asker, Capability, PermissionGuard, load_policy
 from ..pipeline.context import SessionContext
 from .compaction import compact, history_from_rows
-from .orchestrator import Orchestrator
+from .delegates import Delegates
+from .orchestrator import Orchestrator, Team
 from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model
 from .registers import ToolCallRecord
 from .session import SessionLog, SessionSummary, list_session_files
-from .tools import ToolContext
+from .skill_tools import NO_SKILLS, skills_for_turn
 from .trace import CompletionTrace
+from .workspace_vault import WorkspaceVault
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
@@ -45,7 +47,8 @@ EventHandler = Callable[[str, dict[str, Any]], None]
 @dataclass(frozen=True)
 class TurnResult:
     """One answered turn: the answer, the notes it cites (that exist), what tools did,
-    one trace per model call, and where it was logged."""
+    one trace per model call, and where it was logged. `skills_offered` are the skills the
+    model was offered as tools (each with why); `skills_ran` those it called."""
 
     answer: str
     citations: tuple[str, ...]
@@ -55,6 +58,8 @@ class TurnResult:
     context_hash: str
     prompt_render_hash: str
     model: str
+    skills_offered: tuple[dict[str, str], ...] = ()
+    skills_ran: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -66,6 +71,8 @@ class TurnResult:
             "context_hash": self.context_hash,
             "prompt_render_hash": self.prompt_render_hash,
             "model": self.model,
+            "skills_offered": list(self.skills_offered),
+            "skills_ran": list(self.skills_ran),
         }
 
 
@@ -142,12 +149,25 @@ class AgentRequestHandler:
         → Orchestrator → logged answer → memory persisted in the background.
         `LLMNotConfigured` before any work without a model.
 
-        With `skill`, `question` is its rendered template, step 6 holds the skill's context
-        and the guard allows only the skill's declared capabilities."""
+        Otherwise the vault's skills are the Orchestrator's tools (the few most relevant to
+        `question` when there are many). With `skill`, `question` is its rendered template,
+        step 6 holds the skill's context and the guard allows only the skill's declared
+        capabilities."""
         provider, model = resolve_provider_model(None, self.model, self.preparer.model_chain)
         settings = LLMSettings.resolve(
             self.ws.config, model=f"{provider}/{model}", timeout=self.ws.config.agent_timeout
         )
+        # The turn's delegations share a child process; none outlives the turn.
+        with Delegates(processes=self.ws.config.agent_processes) as delegates:
+            return self._run_turn(question, skill, settings, delegates)
+
+    def _run_turn(
+        self,
+        question: str,
+        skill: SkillRun | None,
+        settings: LLMSettings,
+        delegates: Delegates,
+    ) -> TurnResult:
         if self.log is None:
             self.log = SessionLog.create(
                 sessions_dir(self.ws), vault=str(self.ws.root), version=__version__
@@ -158,15 +178,17 @@ class AgentRequestHandler:
         guard = PermissionGuard(load_policy(self.ws.db.path.parent), asker=self.asker)
         if skill is not None:
             guard = guard.restricted(skill.skill.capabilities)
+        vault = WorkspaceVault(self.ws)
         context = readable_context(
             self.ws.context(question, model=settings.model),
             guard,  # same model, litellm form
         )
         skill_context = (
-            skill.context(self.ws, guard, budget_tokens=self.ws.config.budget_tokens)
+            skill.context(vault, guard, budget_tokens=self.ws.config.budget_tokens)
             if skill is not None
             else None
         )
+        skills = skills_for_turn(self.ws, question) if skill is None else NO_SKILLS
         prepare = partial(
             self.preparer.prepare,
             session_id=session_id,
@@ -174,6 +196,8 @@ class AgentRequestHandler:
             context=context,
             memory_context_text=self._memory_text(question, session_id, first=not history),
             skill_context=skill_context,
+            skills=[(entry.skill.name, entry.tool) for entry in skills.offered],
+            skills_in_vault=skills.in_vault,
         )
         number = 1 + sum(1 for r in rows if r.get("type") == "message" and r.get("role") == "user")
         preparation = self._compacted(prepare(history=history), prepare, rows, number, question)
@@ -190,11 +214,22 @@ class AgentRequestHandler:
                 "path": skill.skill.path,
                 "inputs": skill.inputs,
             }
+        if skills.in_vault:
+            metadata["skills_offered"] = [entry.to_dict() for entry in skills.offered]
+            metadata["skills_in_vault"] = skills.in_vault
         self._row("message", role="user", content=question, metadata=metadata)
-        ctx = ToolContext(ws=self.ws, guard=guard, session_id=session_id)
-        orchestrator = Orchestrator(
-            ctx, settings=settings, timeout=self.ws.config.agent_timeout, observer=self
+        team = Team(
+            vault=vault,
+            guard=guard,
+            session_id=session_id,
+            settings=settings,
+            observer=self,
+            delegates=delegates,
+            timeout=self.ws.config.agent_timeout,
+            skill_budget_tokens=self.ws.config.budget_tokens,
+            skill_models=self.model is None,
         )
+        orchestrator = Orchestrator(team, skills=skills)
         try:
             run = orchestrator.run(preparation)
         except Exception as exc:
@@ -218,6 +253,8 @@ class AgentRequestHandler:
             context_hash=preparation.context_hash,
             prompt_render_hash=preparation.prompt_render_hash,
             model=preparation.litellm_model,
+            skills_offered=tuple(entry.to_dict() for entry in skills.offered),
+            skills_ran=tuple(skills.ran(run.records)),
         )
 
     def _compacted(

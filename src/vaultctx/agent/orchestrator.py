@@ -1,28 +1,58 @@
 """The Orchestrator: per user goal, answers from the SessionContext, delegates an
-investigation to a Researcher, or hands known-parameter actions to a Worker.
+investigation to a Researcher, runs one of the user's skills, or hands known-parameter
+actions to a Worker.
 
-Bounded: at most `max_calls` model calls, the last of which may not call tools. The
-Orchestrator's own model failing ends the turn with that error; a Researcher or Worker
-failing only becomes a structured error result the model reads.
+It executes no tool itself: every call becomes a delegation (`agent.delegates`) with its own
+guard — the Researcher's allows only reads, a skill's only what the skill declares. Bounded:
+at most `max_calls` model calls, the last of which may not call tools. The Orchestrator's
+own model failing ends the turn with that error; a delegation failing, timing out or dying
+only becomes a structured error result the model reads.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
-from ..llm import LLMSettings, ToolCall
-from .isolation import run_isolated
-from .prepare import TurnPreparation
+from ..errors import SkillError
+from ..llm import LLMSettings, ToolCall, complete
+from ..permissions import Capability, PermissionGuard
+from .delegates import Delegates
+from .host import DelegationHost
+from .jobs import ModelJob, WorkerJob
+from .prepare import TurnPreparation, resolve_provider_model
 from .registers import INSTRUCTIONS, ContentProvider, ToolCallRecord
 from .requests import ResponseRequestBuilder, TurnObserver
-from .researcher import Researcher
-from .tools import ORCHESTRATOR_TOOLS, ToolContext
+from .researcher import findings_report, research_job
+from .skill_tools import TOOL_PREFIX, SkillTool, TurnSkills, answer_report, skill_job
+from .tools import INVESTIGATE, VAULT_TOOL_SCHEMAS
 from .trace import CompletionTrace
-from .worker import Worker
+from .vault import IndexedVault
+
+Report = Callable[[str, Sequence[ToolCallRecord]], dict[str, Any]]
+"""report(a model job's final answer, its tool calls) -> what the Orchestrator's model reads."""
 
 MAX_ORCHESTRATOR_CALLS = 6
 GAVE_UP = "I could not finish this within the allowed number of steps."
+
+
+@dataclass(frozen=True)
+class Team:
+    """What the Orchestrator delegates with in one turn: the vault, the turn's guard, the
+    model settings, the log, where delegations run, and their limits. `skill_models`: a
+    skill that names a model runs on it (not when the caller chose the turn's model)."""
+
+    vault: IndexedVault
+    guard: PermissionGuard
+    session_id: str
+    settings: LLMSettings
+    observer: TurnObserver
+    delegates: Delegates
+    timeout: float
+    skill_budget_tokens: int
+    skill_models: bool
 
 
 @dataclass
@@ -34,31 +64,24 @@ class OrchestratorRun:
 
 class Orchestrator:
     def __init__(
-        self,
-        ctx: ToolContext,
-        *,
-        settings: LLMSettings,
-        timeout: float,
-        observer: TurnObserver,
-        max_calls: int = MAX_ORCHESTRATOR_CALLS,
+        self, team: Team, *, skills: TurnSkills, max_calls: int = MAX_ORCHESTRATOR_CALLS
     ) -> None:
-        self.ctx = ctx
-        self.settings = settings
-        self.timeout = timeout
-        self.observer = observer
+        self.team = team
+        self.skills = skills
         self.max_calls = max_calls
-        self.tools = {tool.name: tool for tool in ORCHESTRATOR_TOOLS}
         self.traces: list[CompletionTrace] = []
 
     def run(self, preparation: TurnPreparation) -> OrchestratorRun:
+        team = self.team
         provider = ContentProvider()
         provider[INSTRUCTIONS].items.extend(dict(m) for m in preparation.messages)
         builder = ResponseRequestBuilder(
             agent="orchestrator",
-            settings=self.settings,
-            tools=ORCHESTRATOR_TOOLS,
-            timeout=self.timeout,
-            observer=self.observer,
+            model=team.settings.model or "",
+            complete=partial(complete, settings=team.settings),
+            tools=[*VAULT_TOOL_SCHEMAS, INVESTIGATE, *self.skills.schemas()],
+            timeout=team.timeout,
+            observer=team.observer,
         )
         self.traces = builder.traces
         run = OrchestratorRun(answer=GAVE_UP, traces=self.traces)
@@ -73,53 +96,112 @@ class Orchestrator:
         return run
 
     def _dispatch(self, calls: tuple[ToolCall, ...]) -> list[ToolCallRecord]:
-        """Investigations go to a Researcher each; the other calls, in order, to a Worker.
-        Results come back in the order the model asked for them."""
+        """Vault tool calls go, in order, to one Worker; then each investigation to a
+        Researcher and each skill to its own run. Results come back in the order the model
+        asked for them."""
         results: dict[str, ToolCallRecord] = {}
-        actions = [call for call in calls if call.name != "investigate"]
+        actions = [call for call in calls if not self._delegated_alone(call)]
         if actions:
             for record in self._work(actions):
                 results[record.call_id] = record
         for call in calls:
+            if call.id in results:
+                continue
+            self.team.observer.tool_started("orchestrator", call.id, call.name, call.arguments)
             if call.name == "investigate":
-                self.observer.tool_started("orchestrator", call.id, call.name, call.arguments)
                 output = self._investigate(call.arguments.get("question"))
-                record = ToolCallRecord(call.id, call.name, call.arguments, output)
-                self.observer.tool_finished(record)
-                results[call.id] = record
+            else:
+                output = self._run_skill(call)
+            record = ToolCallRecord(call.id, call.name, call.arguments, output)
+            self.team.observer.tool_finished(record)
+            results[call.id] = record
         return [results[call.id] for call in calls]
 
+    @staticmethod
+    def _delegated_alone(call: ToolCall) -> bool:
+        return call.name == "investigate" or call.name.startswith(TOOL_PREFIX)
+
+    def _host(self, guard: PermissionGuard, settings: LLMSettings | None = None) -> DelegationHost:
+        team = self.team
+        return DelegationHost(
+            team.vault,
+            guard,
+            settings=settings or team.settings,
+            observer=team.observer,
+            timeout=team.timeout,
+        )
+
     def _work(self, calls: list[ToolCall]) -> list[ToolCallRecord]:
-        ctx = ToolContext(
-            ws=self.ctx.ws, guard=self.ctx.guard, session_id=self.ctx.session_id, agent="worker"
-        )
-        worker = Worker(ctx, tools=self.tools, observer=self.observer)
-        guard = self.ctx.guard
-        asked_before = guard.asking_seconds
-        outcome = run_isolated(
-            lambda: worker.execute(calls),
+        team = self.team
+        host = self._host(team.guard)
+        job = WorkerJob(
             agent="worker",
-            timeout=self.timeout,
-            cancelled=ctx.cancelled,
-            waiting_seconds=lambda: guard.asking_seconds - asked_before,
+            root=str(team.vault.root),
+            session_id=team.session_id,
+            timeout=team.timeout,
+            calls=tuple(calls),
         )
-        done = {record.call_id: record for record in worker.records}
-        # Calls the worker never finished carry its error (timeout or crash).
-        return [
-            done.get(call.id)
-            or ToolCallRecord(call.id, call.name, call.arguments, outcome, "worker")
-            for call in calls
-        ]
+        outcome = team.delegates.run(job, host)
+        done = {record.call_id: record for record in host.records}
+        records = []
+        for call in calls:
+            record = done.get(call.id)
+            if record is None:  # the worker never finished it: its error (timeout, crash)
+                record = ToolCallRecord(call.id, call.name, call.arguments, outcome, "worker")
+                team.observer.tool_finished(record)
+            records.append(record)
+        return records
 
     def _investigate(self, question: Any) -> dict[str, Any]:
         if not isinstance(question, str) or not question.strip():
             return {"error": "invalid_arguments", "message": "question: a non-empty string"}
-        researcher = Researcher(
-            self.ctx, settings=self.settings, timeout=self.timeout, observer=self.observer
+        team = self.team
+        job = research_job(
+            question,
+            root=str(team.vault.root),
+            session_id=team.session_id,
+            model=team.settings.model or "",
+            timeout=team.timeout,
         )
-        return run_isolated(
-            lambda: researcher.investigate(question),
-            agent="researcher",
-            timeout=self.timeout,
-            cancelled=researcher.ctx.cancelled,
-        )
+        host = self._host(team.guard.restricted({Capability.VAULT_READ}))
+        return self._run_model_job(job, host, findings_report)
+
+    def _run_skill(self, call: ToolCall) -> dict[str, Any]:
+        entry = self.skills.by_tool.get(call.name)
+        if entry is None:
+            return self.skills.unknown(call.name)
+        team = self.team
+        skill = entry.skill
+        guard = team.guard.restricted(skill.capabilities)
+        settings = self._skill_settings(entry)
+        try:
+            job = skill_job(
+                entry,
+                call.arguments,
+                vault=team.vault,
+                guard=guard,
+                session_id=team.session_id,
+                model=settings.model or "",
+                timeout=team.timeout,
+                budget_tokens=team.skill_budget_tokens,
+            )
+        except SkillError as exc:
+            return {"error": "invalid_arguments", "message": str(exc)}
+        output = self._run_model_job(job, self._host(guard, settings), answer_report)
+        return {"skill": skill.name, "path": skill.path, **output}
+
+    def _run_model_job(self, job: ModelJob, host: DelegationHost, report: Report) -> dict[str, Any]:
+        """The job's report, built here from its answer and the tool calls the host saw;
+        or the delegation's structured error."""
+        outcome = self.team.delegates.run(job, host)
+        if "error" in outcome:
+            return outcome
+        result = report(outcome["answer"], host.records)
+        return {**result, "incomplete": True} if outcome.get("incomplete") else result
+
+    def _skill_settings(self, entry: SkillTool) -> LLMSettings:
+        """The skill's own model if it names one (and may), else the turn's."""
+        if entry.skill.model is None or not self.team.skill_models:
+            return self.team.settings
+        provider, model = resolve_provider_model(None, entry.skill.model)
+        return replace(self.team.settings, model=f"{provider}/{model}")

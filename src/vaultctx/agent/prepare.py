@@ -107,9 +107,13 @@ class TurnPreparer:
         context: SessionContext | None = None,
         memory_context_text: str = "",
         skill_context: str | None = None,
+        skills: Sequence[tuple[str, str]] = (),
+        skills_in_vault: int = 0,
         runtime_provider: str | None = None,
         runtime_model: str | None = None,
     ) -> TurnPreparation:
+        """`skills` are the (name, tool) pairs offered to the model, of `skills_in_vault`;
+        the runtime metadata lists them."""
         provider, model = resolve_provider_model(runtime_provider, runtime_model, self.model_chain)
         today = self.today()
         pack = context_pack(context)
@@ -123,6 +127,8 @@ class TurnPreparer:
                     model,
                     today.isoformat(),
                     (today + _dt.timedelta(days=1)).isoformat(),
+                    skills=skills,
+                    skills_in_vault=skills_in_vault,
                 ),
             },
         ]

@@ -9,14 +9,13 @@ tool messages move into the transcript and the manifest is cleared.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from .. import prompts
 from ..errors import LLMError
-from ..llm import Completion, LLMSettings, complete
+from ..llm import Completion
 from .registers import INSTRUCTIONS, TRANSCRIPT, ContentProvider, ToolCallRecord
-from .tools import Tool, schemas
 from .trace import CompletionTrace, CompletionTraceStep
 
 
@@ -31,6 +30,20 @@ class TurnObserver(Protocol):
     def tool_started(self, agent: str, call_id: str, name: str, arguments: dict) -> None: ...
 
     def tool_finished(self, record: ToolCallRecord) -> None: ...
+
+
+class ModelCall(Protocol):
+    """One model call with the agent's settings already bound: `llm.complete` in the turn's
+    process, a request to the parent in a delegation's child."""
+
+    def __call__(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]],
+        tool_choice: str | None,
+        timeout: float,
+    ) -> Completion: ...
 
 
 def tool_message(record: ToolCallRecord) -> dict[str, Any]:
@@ -60,21 +73,24 @@ def assistant_message(completion: Completion) -> dict[str, Any]:
 
 
 class ResponseRequestBuilder:
-    """Builds and sends the requests of one agent (`agent` names it in traces)."""
+    """Builds and sends the requests of one agent (`agent` names it in traces, `model` is
+    what `complete` calls)."""
 
     def __init__(
         self,
         *,
         agent: str,
-        settings: LLMSettings,
-        tools: Sequence[Tool],
+        model: str,
+        complete: ModelCall,
+        tools: Sequence[Mapping[str, Any]],
         timeout: float,
         observer: TurnObserver,
     ) -> None:
         self.agent = agent
+        self.model = model
+        self.complete = complete
         self.observer = observer
-        self.settings = settings
-        self.tools = tuple(tools)
+        self.tools = list(tools)
         self.timeout = timeout
         self.traces: list[CompletionTrace] = []
         self.last_messages: list[dict[str, Any]] = []
@@ -93,9 +109,7 @@ class ResponseRequestBuilder:
         Raises the `LLMError` of a failed call after recording it in the trace."""
         messages = self.render(provider)
         self.last_messages = messages
-        trace = CompletionTrace(
-            agent=self.agent, invocation=len(self.traces) + 1, model=self.settings.model or ""
-        )
+        trace = CompletionTrace(agent=self.agent, invocation=len(self.traces) + 1, model=self.model)
         self.traces.append(trace)
         trace.steps.append(
             CompletionTraceStep(
@@ -105,10 +119,9 @@ class ResponseRequestBuilder:
         )
         self.observer.request_sent(self.agent, trace.invocation, messages)
         try:
-            completion = complete(
+            completion = self.complete(
                 messages,
-                settings=self.settings,
-                tools=schemas(self.tools),
+                tools=self.tools,
                 tool_choice="none" if final else None,
                 timeout=timeout or self.timeout,
             )

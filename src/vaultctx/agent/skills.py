@@ -39,6 +39,7 @@ from ..workspace.parser import split_frontmatter
 
 if TYPE_CHECKING:
     from ..workspace import Workspace
+    from .vault import IndexedVault
 
 INPUT_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "list": list}
 LINK = re.compile(r"\[\[([^\[\]|#^\n]+)(?:[#^|][^\[\]\n]*)?\]\]")
@@ -142,7 +143,9 @@ def parse_skill(path: str, text: str) -> Skill:
     fields: dict[str, Any] = {
         name: (
             INPUT_TYPES[spec.type] if spec.required else INPUT_TYPES[spec.type] | None,
-            Field(...) if spec.required else Field(spec.default, validate_default=True),
+            Field(..., description=spec.description or None)
+            if spec.required
+            else Field(spec.default, validate_default=True, description=spec.description or None),
         )
         for name, spec in front.inputs.items()
     }
@@ -226,7 +229,7 @@ class SkillRun:
         values = skill.validate_inputs(inputs)
         return cls(skill, skill.render(values), values)
 
-    def context(self, ws: Workspace, guard: PermissionGuard, *, budget_tokens: int) -> str:
+    def context(self, vault: IndexedVault, guard: PermissionGuard, *, budget_tokens: int) -> str:
         """Step 6 of the turn: the skill and the notes it links, in link order, within
         `budget_tokens`; notes the guard would not let the skill read are left out, and
         links to no note are skipped (the template may name notes yet to be written)."""
@@ -234,14 +237,14 @@ class SkillRun:
         used = 0
         for target in self.skill.links:
             try:
-                path = ws.resolve_note(target)[0]
+                path = vault.resolve(target)
             except NoteNotFound:
                 continue
             if not guard.permits(Capability.VAULT_READ, path) or any(
                 n["path"] == path for n in notes
             ):
                 continue
-            text = (ws.root / path).read_text(encoding="utf-8", errors="replace")
+            text = vault.read(path)
             tokens = count_tokens(text)
             if used + tokens > budget_tokens:
                 left = budget_tokens - used

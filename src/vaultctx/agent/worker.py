@@ -1,38 +1,33 @@
-"""The Worker: executes discrete tool calls with known parameters — no model call — in its
-own worker with its own ContentProvider, so a failing tool cannot take the turn down."""
+"""The Worker: executes discrete tool calls with known parameters — no model call — with
+its own ContentProvider, in a delegation (`agent.jobs.WorkerJob`) that can be stopped, so a
+failing or hanging tool cannot take the turn down."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from ..llm import ToolCall
-from .registers import ContentProvider, ToolCallRecord
+from ..llm.client import ToolCall
+from .handlers import ToolContext, execute
+from .registers import ContentProvider
 from .requests import TurnObserver
-from .tools import Tool, ToolContext, execute
 
 
 class Worker:
-    """Runs calls in order; `records` holds each finished call, even after a timeout."""
+    """Runs calls in order, each reported to `observer` as it starts and ends (so what was
+    done before a timeout is known where the turn is logged)."""
 
-    def __init__(
-        self, ctx: ToolContext, *, tools: Mapping[str, Tool], observer: TurnObserver
-    ) -> None:
+    def __init__(self, ctx: ToolContext, *, observer: TurnObserver) -> None:
         self.ctx = ctx
-        self.tools = tools
         self.observer = observer
         self.provider = ContentProvider()
-
-    @property
-    def records(self) -> list[ToolCallRecord]:
-        return list(self.provider.manifest.items)
 
     def execute(self, calls: Sequence[ToolCall]) -> dict[str, Any]:
         for call in calls:
             if self.ctx.cancelled.is_set():
                 break
             self.observer.tool_started(self.ctx.agent, call.id, call.name, call.arguments)
-            record = execute(call, self.tools, self.ctx)
+            record = execute(call, self.ctx)
             self.observer.tool_finished(record)
             self.provider.manifest.items.append(record)
         return {"executed": len(self.provider.manifest.items)}

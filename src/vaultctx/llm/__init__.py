@@ -5,17 +5,38 @@ Model strings are litellm's (`openai/gpt-4o-mini`, `anthropic/…`, `ollama/qwen
 environment variables (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, …) as litellm reads them.
 """
 
-from .client import (
-    CallRecord,
-    Completion,
-    ToolCall,
-    complete,
-    complete_structured,
-    parse_json_model,
-    warm_up,
-)
-from .settings import LLMSettings
-from .tokens import count_tokens
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .client import (
+        CallRecord,
+        Completion,
+        ToolCall,
+        complete,
+        complete_structured,
+        parse_json_model,
+        warm_up,
+    )
+    from .settings import LLMSettings
+    from .tokens import count_tokens
+
+# Loaded on first use (PEP 562): an agent's child process needs the call types of
+# `llm.client` and must not pay for pydantic and the config (`llm.settings`).
+_LAZY = {
+    "CallRecord": ".client",
+    "Completion": ".client",
+    "ToolCall": ".client",
+    "complete": ".client",
+    "complete_structured": ".client",
+    "parse_json_model": ".client",
+    "warm_up": ".client",
+    "LLMSettings": ".settings",
+    "count_tokens": ".tokens",
+}
+
+__getattr__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
     "CallRecord",

@@ -16,16 +16,18 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..errors import LLMError, LLMFailed, LLMNotConfigured, LLMRateLimited, LLMTimeout
-from .settings import LLMSettings
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from .settings import LLMSettings
 
 Outcome = Literal["ok", "timeout", "error", "invalid_output"]
 Message = Mapping[str, Any]
-ModelT = TypeVar("ModelT", bound=BaseModel)
+ModelT = TypeVar("ModelT", bound="BaseModel")
 
 # A retry is only worth starting if this much of the time limit is left.
 MIN_RETRY_WINDOW = 0.1
@@ -220,6 +222,8 @@ def complete_structured(
 def parse_json_model(text: str, schema: type[ModelT]) -> tuple[ModelT | None, str | None]:
     """Validate a model's JSON answer, tolerating ```json fences and prose around the
     object. Returns (model, None) or (None, why not)."""
+    from pydantic import ValidationError  # not at import: an agent's child process has no use
+
     body = text.strip()
     fenced = _FENCE.search(body)
     if fenced:

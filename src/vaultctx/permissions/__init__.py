@@ -4,9 +4,32 @@ This package knows nothing about models or tools: it answers "may `capability` t
 `resource`?" and keeps paths inside the vault.
 """
 
-from .guard import Asker, Decision, PermissionGuard
-from .paths import confine, vault_relative
-from .policy import POLICY_FILENAME, Capability, Effect, Policy, Rule, load_policy
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .capability import Capability
+    from .guard import Asker, Decision, PermissionGuard
+    from .paths import confine, vault_relative
+    from .policy import POLICY_FILENAME, Effect, Policy, Rule, load_policy
+
+# Loaded on first use (PEP 562): an agent's child process names capabilities only.
+_LAZY = {
+    "Capability": ".capability",
+    "Asker": ".guard",
+    "Decision": ".guard",
+    "PermissionGuard": ".guard",
+    "confine": ".paths",
+    "vault_relative": ".paths",
+    "POLICY_FILENAME": ".policy",
+    "Effect": ".policy",
+    "Policy": ".policy",
+    "Rule": ".policy",
+    "load_policy": ".policy",
+}
+
+__getattr__ = lazy_exports(__name__, _LAZY, globals())
 
 __all__ = [
     "POLICY_FILENAME",

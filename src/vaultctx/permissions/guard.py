@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..errors import PermissionDenied
-from .policy import Capability, Effect, Policy
+from .capability import Capability
+from .policy import Effect, Policy
 
 Asker = Callable[[str, str], bool]
 """asker(capability, resource) -> True to allow; how `ask` reaches a person (the CLI)."""

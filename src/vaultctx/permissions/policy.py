@@ -25,17 +25,9 @@ import pathspec
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
+from .capability import Capability
 
 POLICY_FILENAME = "permissions.toml"
-
-
-class Capability(StrEnum):
-    """What a tool needs to run."""
-
-    VAULT_READ = "vault.read"
-    VAULT_WRITE = "vault.write"
-    MEMORY_WRITE = "memory.write"
-    NET = "net"
 
 
 class Effect(StrEnum):

@@ -290,8 +290,9 @@ class Workspace:
         asker: Callable[[str, str], bool] | None = None,
         on_event: EventHandler | None = None,
     ) -> TurnResult:
-        """One agent turn: context, memory, the Orchestrator with its Researcher and Worker
-        under the vault's permission policy, an answer citing notes as `[[path]]`.
+        """One agent turn: context, memory, the Orchestrator with its Researcher, Worker and
+        the vault's skills (each run in a child process that a timeout stops) under the
+        vault's permission policy, an answer citing notes as `[[path]]`.
 
         `session_id` continues a session (its history is read back from the session file);
         without it a new session is started. `asker(capability, resource)` answers `ask`

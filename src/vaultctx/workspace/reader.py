@@ -2,10 +2,9 @@
 
 Parsing is pure Python and holds the GIL, so a big index run parses in worker processes
 while this one writes to SQLite. A worker is a fresh Python running `serve()`, fed pickled
-chunks of files on stdin and answering on stdout, rather than a multiprocessing pool: spawn
-would re-run the caller's `__main__` script in each worker, and fork is unsafe in a threaded
-app. Small runs (the watcher, an edit) read in this process: starting a worker costs more
-than they do. This module imports little, so a worker starts fast.
+chunks of files on stdin and answering on stdout (see `vaultctx.childproc` for why not
+multiprocessing). Small runs (the watcher, an edit) read in this process: starting a worker
+costs more than they do. This module imports little, so a worker starts fast.
 """
 
 from __future__ import annotations
@@ -14,16 +13,14 @@ import contextlib
 import hashlib
 import json
 import os
-import pickle
-import struct
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
 
+from ..childproc import child_command, python_can_start, receive, send
 from .parser import ParsedNote, parse_note
 
 PARALLEL_MIN_FILES = 400
@@ -32,8 +29,6 @@ MAX_AUTO_WORKERS = 3
 _CHUNK_FILES = 48  # files per message: amortizes pickling, keeps results flowing
 _CHUNKS_AHEAD = 8  # answers held per worker: bounds memory when SQLite is the slow side
 _BINARY_SNIFF = 8192
-_LENGTH = struct.Struct("<Q")
-_MAX_MESSAGE = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -183,7 +178,7 @@ def read_all(jobs: Sequence[ReadJob], chunk_tokens: int, workers: int) -> Iterat
     order all the same. A worker that cannot start or dies is not an error: what it did not
     deliver is read here.
     """
-    if workers < 1 or len(jobs) < PARALLEL_MIN_FILES or not _python_can_start():
+    if workers < 1 or len(jobs) < PARALLEL_MIN_FILES or not python_can_start():
         for job in jobs:
             yield read_note(job, chunk_tokens)
         return
@@ -246,23 +241,8 @@ class _ChunkPlan:
             return owner
 
 
-def _python_can_start() -> bool:
-    """Whether sys.executable is a Python: in a bundled or embedding app it is the app."""
-    name = os.path.basename(sys.executable or "").lower()
-    return not getattr(sys, "frozen", False) and name.startswith(("python", "pypy"))
-
-
-# The worker imports modules from exactly where this process does (a source checkout, a
-# venv), and serves from `vaultctx.workspace.reader`, so its answers unpickle here.
-_WORKER_CODE = (
-    "import json, sys; sys.path[:] = json.loads(sys.argv[1]);"
-    " from vaultctx.workspace.reader import serve; serve(int(sys.argv[2]))"
-)
-
-
 def worker_command(chunk_tokens: int) -> list[str]:
-    path = json.dumps([str(entry) for entry in sys.path])  # a Path sneaks in now and then
-    return [sys.executable, "-c", _WORKER_CODE, path, str(chunk_tokens)]
+    return child_command("vaultctx.workspace.reader", "serve", chunk_tokens)
 
 
 class _Worker:
@@ -322,7 +302,7 @@ class _Worker:
                     if index is None:
                         break
                     self._in_flight += 1
-                _send(self.process.stdin, (index, list(chunks[index])))
+                send(self.process.stdin, (index, list(chunks[index])))
             self.process.stdin.close()
         except (OSError, ValueError):  # the worker died or was closed: the collector sees EOF
             pass
@@ -331,7 +311,7 @@ class _Worker:
         assert self.process is not None and self.process.stdout is not None
         while True:
             try:
-                index, results = _receive(self.process.stdout)  # type: ignore[misc]
+                index, results = receive(self.process.stdout)  # type: ignore[misc]
                 if not isinstance(results, list):
                     raise TypeError("not a list of results")
             except Exception:  # end of file, or bytes that are not an answer
@@ -376,31 +356,12 @@ class _Worker:
                     stream.close()
 
 
-def _send(stream: BinaryIO, value: object) -> None:
-    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_LENGTH.pack(len(payload)) + payload)
-    stream.flush()
-
-
-def _receive(stream: BinaryIO) -> object:
-    header = stream.read(_LENGTH.size)
-    if len(header) < _LENGTH.size:
-        raise EOFError("worker closed its output")
-    (size,) = _LENGTH.unpack(header)
-    if size > _MAX_MESSAGE:
-        raise ValueError(f"a {size}-byte message is not from a reader worker")
-    payload = stream.read(size)
-    if len(payload) < size:
-        raise EOFError("worker output cut short")
-    return pickle.loads(payload)
-
-
 def serve(chunk_tokens: int) -> None:
     """A worker's loop: (chunk number, jobs) in, (chunk number, results) out, until EOF."""
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:
-            index, jobs = _receive(source)  # type: ignore[misc]
+            index, jobs = receive(source)  # type: ignore[misc]
         except EOFError:
             return
-        _send(sink, (index, read_notes(jobs, chunk_tokens)))
+        send(sink, (index, read_notes(jobs, chunk_tokens)))

@@ -1,0 +1,87 @@
+"""What the agents' tools may do to the vault and ask of the guard: narrow interfaces.
+
+The agents never see the Workspace. In the turn's own process an `IndexedVault`
+(`WorkspaceVault`, built by the request handler) answers over the warm index; in a
+delegation's child process the same calls cross the pipe to the parent
+(`agent.child.ParentLink`), except reading a note's file, which the child does itself so a
+read that hangs (a FIFO, a stalled mount) hangs only a process that can be stopped.
+
+This module imports nothing heavy: a child process imports it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..permissions.capability import Capability
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A tool call the guard let through: its validated arguments, and the resource (the
+    confined vault path, or what else the tool touches) it was allowed on."""
+
+    arguments: dict[str, Any]
+    resource: str
+
+
+class Guard(Protocol):
+    """What a tool asks of the turn's permission guard."""
+
+    def admit(self, tool: str, arguments: dict[str, Any]) -> Admission | dict[str, Any]:
+        """The call's `Admission`, or its structured error (unknown tool, invalid
+        arguments, a path outside the vault, a note not found, permission denied)."""
+        ...
+
+    def permits(self, capability: Capability, resource: str) -> bool:
+        """Whether reading `resource` is allowed without asking: hidden results stay out."""
+        ...
+
+
+class VaultAccess(Protocol):
+    """The vault and its index as tool handlers use them. Paths are vault-relative and
+    already confined; writes are checked by the guard again where they are applied."""
+
+    root: Path
+
+    def select(self, query: str, k: int) -> list[dict[str, str | None]]:
+        """Ranked passages: `path` (None for a memory), `heading`, `text`."""
+        ...
+
+    def neighbours(self, path: str, *, incoming: bool) -> list[dict[str, str]]:
+        """Notes `path` links to (or, `incoming`, that link to it): `path`, `title`."""
+        ...
+
+    def tagged(self, tag: str) -> list[dict[str, str]]:
+        """Notes carrying `tag`: `path`, `title`."""
+        ...
+
+    def read(self, path: str) -> str: ...
+
+    def create(self, path: str, text: str) -> bool:
+        """Write a new note; False (and nothing written) if `path` exists."""
+        ...
+
+    def append(self, path: str, text: str) -> None:
+        """Add `text` as new last lines of an existing note."""
+        ...
+
+    def remember(self, text: str, tier: str, scope: str | None, source: dict[str, Any]) -> str:
+        """Store a memory; its id."""
+        ...
+
+
+class IndexedVault(VaultAccess, Protocol):
+    """`VaultAccess` in the turn's process, where the index is: it also finds notes by
+    name, to admit a call's path and to gather a skill's linked notes."""
+
+    def resolve(self, note: str) -> str:
+        """The indexed note's path (by path, title or alias); `NoteNotFound` otherwise."""
+        ...
+
+
+def read_note_text(root: Path, path: str) -> str:
+    return (root / path).read_text(encoding="utf-8", errors="replace")
