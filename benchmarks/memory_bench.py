@@ -157,7 +157,7 @@ def throughput(workdir: Path, embedder: Embedder | None, turns: int) -> dict:
             blocked = max(blocked, time.perf_counter() - t0)
         mem.flush()
         seconds = time.perf_counter() - started
-        written = mem.repo.count() + (mem._account.count() if mem._account else 0)
+        written = sum(repo.count() for repo in mem.places.repos())
         return {
             "turns_per_s": turns / seconds,
             "memories_per_s": written / seconds,

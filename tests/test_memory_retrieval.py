@@ -157,8 +157,7 @@ def test_diagnostics_name_what_the_design_names(ws):
 def test_the_hybrid_path_fuses_token_recall_and_embeddings(hybrid):
     mem, _ = hybrid
     mem.add("the beehive entrance faces south")
-    found, path = mem._search("beehive entrance", k=5)
-    assert path == "hybrid_rrf"
+    found = mem.search("beehive entrance", k=5)
     assert found[0].scores.keys() >= {"token_recall_rank", "embedding_rank", "relevance"}
     ctx = mem.retrieve_for_turn("beehive entrance", session_id="s")
     assert ctx.diagnostics["retrieval_path"] == "hybrid_rrf"

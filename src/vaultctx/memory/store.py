@@ -1,9 +1,7 @@
 """`MemoryRepository`: memories in their own SQLite file (WAL), FTS5 over them, and vectors.
 
 Memories live beside the index but never in it: re-indexing a vault must not forget what
-the user said. Vectors are float32 blobs keyed by memory; an in-memory mirror of them (and of
-each memory's tier, scope and kind) answers nearest-neighbour searches with numpy and is kept
-in step by this process's writes, reloading only when another process wrote.
+the user said. Vectors are float32 blobs keyed by memory, searched through a `VectorMirror`.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -23,9 +21,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ..pipeline import lexical
-from ..pipeline.vectors import dot_rows
 from ..workspace.db import IndexDatabase
 from .migrations import migrate_memory
+from .mirror import Scope, VectorMirror
 from .models import Memory, MemoryKind, MemorySource, Tier
 
 # Facts and rules phrased this alike say the same thing: update rather than insert. Events
@@ -33,8 +31,6 @@ from .models import Memory, MemoryKind, MemorySource, Tier
 MERGE_SIMILARITY = 0.93
 # bm25 weights of (text, summary, themes).
 FTS_WEIGHTS = (1.0, 0.5, 0.5)
-KIND_CODES = {kind: code for code, kind in enumerate(MemoryKind)}
-Scope = tuple[Tier, str]
 
 _COLUMNS = (
     "rowid, id, tier, scope, kind, text, summary, themes, importance, created_at, updated_at,"
@@ -74,124 +70,6 @@ class MemoryDraft:
 class WriteResult:
     memory: Memory
     merged: bool  # True: an existing memory was updated instead of a new one inserted
-
-
-class VectorMirror:
-    """Live memories' tier/scope buckets, kinds and vectors as numpy arrays.
-
-    Appends amortize like a list; a deleted row keeps its slot with bucket -1.
-    """
-
-    def __init__(self) -> None:
-        self.lock = threading.RLock()
-        self.generation: int | None = None  # None: not loaded
-        self._buckets: dict[Scope, int] = {}
-        self._rows: dict[int, int] = {}  # memory rowid -> row
-        self._n = 0
-        self._version = 0  # bumped by every put and drop: invalidates cached masks
-        self._masks: dict[tuple, np.ndarray] = {}
-        self.rowids = np.zeros(0, np.int64)
-        self.bucket = np.zeros(0, np.int32)
-        self.kind = np.zeros(0, np.int8)
-        self.has_vec = np.zeros(0, bool)
-        self.matrix = np.zeros((0, 0), np.float32)
-
-    @property
-    def size(self) -> int:
-        """Live memories mirrored."""
-        return len(self._rows)
-
-    def bucket_ids(self, scopes: Iterable[Scope]) -> np.ndarray:
-        return np.asarray([self._buckets[s] for s in scopes if s in self._buckets], np.int32)
-
-    def reset(self, generation: int) -> None:
-        self.__init__()  # type: ignore[misc]
-        self.generation = generation
-
-    def _grow(self, dim: int | None) -> None:
-        size = len(self.rowids)
-        if self._n >= size:
-            new = max(64, size * 2)
-            self.rowids = np.resize(self.rowids, new)
-            self.bucket = np.resize(self.bucket, new)
-            self.kind = np.resize(self.kind, new)
-            self.has_vec = np.concatenate([self.has_vec, np.zeros(new - size, bool)])
-            if self.matrix.shape[1]:
-                grown = np.zeros((new, self.matrix.shape[1]), np.float32)
-                grown[:size] = self.matrix
-                self.matrix = grown
-        if dim and self.matrix.shape[1] == 0:
-            self.matrix = np.zeros((len(self.rowids), dim), np.float32)
-
-    def put(self, rowid: int, scope: Scope, kind: MemoryKind, vector: np.ndarray | None) -> None:
-        self._version += 1
-        row = self._rows.get(rowid)
-        if row is None:
-            self._grow(None if vector is None else vector.shape[0])
-            row = self._n
-            self._n += 1
-            self._rows[rowid] = row
-        elif vector is not None:
-            self._grow(vector.shape[0])
-        self.rowids[row] = rowid
-        self.bucket[row] = self._buckets.setdefault(scope, len(self._buckets))
-        self.kind[row] = KIND_CODES[kind]
-        if vector is not None and vector.shape[0] == self.matrix.shape[1]:
-            self.matrix[row] = vector
-            self.has_vec[row] = True
-
-    def drop(self, rowid: int) -> None:
-        self._version += 1
-        row = self._rows.pop(rowid, None)
-        if row is not None:
-            self.bucket[row] = -1
-            self.has_vec[row] = False
-
-    def mask(self, scopes: Sequence[Scope], kinds: Sequence[MemoryKind]) -> np.ndarray:
-        """Rows of these scopes and kinds; cached until the mirror changes (every turn asks
-        the same few questions)."""
-        key = (tuple(scopes), tuple(kinds), self._version)
-        cached = self._masks.get(key)
-        if cached is not None:
-            return cached
-        n = self._n
-        codes = np.asarray([KIND_CODES[k] for k in kinds], np.int8)
-        mask = np.isin(self.bucket[:n], self.bucket_ids(scopes)) & np.isin(self.kind[:n], codes)
-        if len(self._masks) > 64:
-            self._masks.clear()
-        self._masks[key] = mask
-        return mask
-
-    def count(self, scopes: Sequence[Scope], kind: MemoryKind) -> int:
-        with self.lock:
-            return int(np.count_nonzero(self.mask(scopes, [kind])))
-
-    def vectors_in(self, scopes: Sequence[Scope]) -> int:
-        with self.lock:
-            return int(
-                np.count_nonzero(self.mask(scopes, list(MemoryKind)) & self.has_vec[: self._n])
-            )
-
-    def nearest(
-        self, query: np.ndarray, scopes: Sequence[Scope], kinds: Sequence[MemoryKind], k: int
-    ) -> list[tuple[int, float]]:
-        """Top-k (memory rowid, cosine) among memories of these scopes and kinds."""
-        with self.lock:
-            if self._n == 0 or self.matrix.shape[1] != query.shape[0]:
-                return []
-            n = self._n
-            mask = self.mask(scopes, kinds) & self.has_vec[:n]
-            rows = np.nonzero(mask)[0]
-            if rows.size == 0:
-                return []
-            # One product over the contiguous matrix beats gathering the rows first.
-            scores = dot_rows(self.matrix[:n], query)
-            scores = scores[rows]
-            rowids = self.rowids[rows]
-        k = min(k, rows.size)
-        top = np.argpartition(-scores, k - 1)[:k] if k < rows.size else np.arange(rows.size)
-        order = top[np.lexsort((rowids[top], -scores[top]))]
-        return [(int(rowids[i]), float(scores[i])) for i in order]
 
 
 class ScoreRow(NamedTuple):
@@ -500,16 +378,20 @@ class MemoryRepository:
         )
         return {r[0]: ScoreRow(Tier(r[1]), r[2], r[3], r[4], r[5]) for r in rows}
 
-    def latest_turn(self, scope: Scope, session_id: str, before: float) -> Memory | None:
-        """The raw-turn memory (episodic, unkeyed) said last before `before` in a session."""
+    def latest_turn(
+        self, scope: Scope, session_id: str, at: float, other_than: str | None = None
+    ) -> Memory | None:
+        """The raw-turn memory (episodic, unkeyed) of a session said last at or before `at`
+        (of turns at the same time, the one written last), other than turn `other_than`."""
         row = (
             self.connect()
             .execute(
                 f"SELECT {_COLUMNS} FROM memories WHERE tier = ? AND scope = ?"
-                " AND kind = 'episodic' AND created_at < ? AND mkey IS NULL"
+                " AND kind = 'episodic' AND created_at <= ? AND mkey IS NULL"
                 " AND deleted_at IS NULL AND json_extract(source, '$.session_id') = ?"
+                " AND coalesce(json_extract(source, '$.turns[0]'), '') != ?"
                 " ORDER BY created_at DESC, rowid DESC LIMIT 1",
-                (scope[0].value, scope[1], before, session_id),
+                (scope[0].value, scope[1], at, session_id, other_than or ""),
             )
             .fetchone()
         )
