@@ -33,7 +33,7 @@ class Pending:
     each session and the turn said last in it."""
 
     arcs: dict[tuple[Scope, str], Memory] = field(default_factory=dict)
-    said: dict[tuple[Scope, str], tuple[str, str]] = field(default_factory=dict)
+    said: dict[tuple[Scope, str], list[tuple[str, str]]] = field(default_factory=dict)
 
 
 class TurnDeriver:
@@ -69,11 +69,15 @@ class TurnDeriver:
         drafts = [self._draft(o, job, source) for o in observations]
         if not turn.assistant.strip() and turn.user.strip() and turn.turn_id is not None:
             where = self._where("turn", job)
-            before = pending.said.get((where, turn.session_id)) or self._said_before(where, turn)
-            if before is not None:
-                pair = source.model_copy(update={"turns": (before[0], turn.turn_id)})
-                drafts.append(self._draft(ex.exchange(before[1], turn), job, pair))
-            pending.said[(where, turn.session_id)] = (turn.turn_id, ex.said(turn))
+            before = pending.said.get((where, turn.session_id))
+            if before is None:
+                before = self._said_before(where, turn)
+            if before:
+                turns = (*(t for t, _ in before), turn.turn_id)
+                pair = source.model_copy(update={"turns": turns})
+                drafts.append(self._draft(ex.exchange([t for _, t in before], turn), job, pair))
+            said = [*before, (turn.turn_id, ex.said(turn))]
+            pending.said[(where, turn.session_id)] = said[-ex.EXCHANGE_CONTEXT :]
         return [*drafts, self._arc(job, source, pending)]
 
     def _arc(self, job: TurnJob, source: MemorySource, pending: Pending) -> MemoryDraft:
@@ -97,12 +101,13 @@ class TurnDeriver:
         )  # fmt: skip
         return arc
 
-    def _said_before(self, where: Scope, turn: ex.Turn) -> tuple[str, str] | None:
-        """(turn id, text) of the one-speaker turn said last before `turn` in its session."""
-        previous = self.places.repo.latest_turn(where, turn.session_id, turn.at, turn.turn_id)
-        if previous is None or len(previous.source.turns) != 1:
-            return None
-        return previous.source.turns[0], previous.text
+    def _said_before(self, where: Scope, turn: ex.Turn) -> list[tuple[str, str]]:
+        """(turn id, text) of the one-speaker turns said last before `turn` in its session,
+        oldest first."""
+        previous = self.places.repo.latest_turns(
+            where, turn.session_id, turn.at, turn.turn_id, limit=ex.EXCHANGE_CONTEXT
+        )
+        return [(m.source.turns[0], m.text) for m in reversed(previous) if len(m.source.turns) == 1]
 
     def _where(self, reach: str, job: TurnJob) -> Scope:
         if job.fixed is not None:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 MAX_FACT_WORDS = 60
 LLM_EXTRACT_TIMEOUT = 30.0  # seconds: extraction runs in the background writer
 MAX_ARC_POINTS = 8
+EXCHANGE_CONTEXT = 2  # turns said before a turn that its exchange holds
 THEME_COUNT = 5
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -282,11 +283,11 @@ def said(turn: Turn) -> str:
     return named(turn.user_name, turn.user.strip())
 
 
-def exchange(before: str, turn: Turn) -> Observation:
-    """The turn said before this one and this one, together: an answer rarely names what it
-    answers ("I chose them because…"), and a remark's point is often in the reply to it.
-    Only for one-speaker turns (a turn with its reply already holds its exchange)."""
-    text = f"{before}\n{said(turn)}"
+def exchange(before: Sequence[str], turn: Turn) -> Observation:
+    """The turns said just before this one and this one, together: an answer rarely names
+    what it answers ("I chose them because…"), and a remark's point is often in the reply
+    to it. Only for one-speaker turns (a turn with its reply already holds its exchange)."""
+    text = "\n".join([*before, said(turn)])
     who = f"{turn.user_name} replies".strip()
     return Observation(
         kind=MemoryKind.EPISODIC,

@@ -8,6 +8,7 @@ reloaded when another process wrote (see `MemoryRepository.sync_mirror`).
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -21,7 +22,8 @@ Scope = tuple[Tier, str]
 
 
 class VectorMirror:
-    """Live memories' tier/scope buckets, kinds and vectors as numpy arrays.
+    """Live memories' tier/scope buckets, kinds and vectors as numpy arrays, and who said
+    them (the speakers of each scope: the people a question may name).
 
     Appends amortize like a list; a deleted row keeps its slot with bucket -1.
     """
@@ -34,6 +36,8 @@ class VectorMirror:
         self._n = 0
         self._version = 0  # bumped by every put and drop: invalidates cached masks
         self._masks: dict[tuple, np.ndarray] = {}
+        self._said_by: dict[int, tuple[int, str]] = {}  # row -> (bucket, speaker)
+        self._speakers: dict[int, Counter[str]] = {}  # bucket -> speakers' memory counts
         self.rowids = np.zeros(0, np.int64)
         self.bucket = np.zeros(0, np.int32)
         self.kind = np.zeros(0, np.int8)
@@ -67,7 +71,14 @@ class VectorMirror:
         if dim and self.matrix.shape[1] == 0:
             self.matrix = np.zeros((len(self.rowids), dim), np.float32)
 
-    def put(self, rowid: int, scope: Scope, kind: MemoryKind, vector: np.ndarray | None) -> None:
+    def put(
+        self,
+        rowid: int,
+        scope: Scope,
+        kind: MemoryKind,
+        vector: np.ndarray | None,
+        speaker: str | None = None,
+    ) -> None:
         self._version += 1
         row = self._rows.get(rowid)
         if row is None:
@@ -78,7 +89,12 @@ class VectorMirror:
         elif vector is not None:
             self._grow(vector.shape[0])
         self.rowids[row] = rowid
-        self.bucket[row] = self._buckets.setdefault(scope, len(self._buckets))
+        bucket = self._buckets.setdefault(scope, len(self._buckets))
+        self.bucket[row] = bucket
+        self._unsay(row)
+        if speaker:
+            self._said_by[row] = (bucket, speaker)
+            self._speakers.setdefault(bucket, Counter())[speaker] += 1
         self.kind[row] = KIND_CODES[kind]
         if vector is not None and vector.shape[0] == self.matrix.shape[1]:
             self.matrix[row] = vector
@@ -88,8 +104,24 @@ class VectorMirror:
         self._version += 1
         row = self._rows.pop(rowid, None)
         if row is not None:
+            self._unsay(row)
             self.bucket[row] = -1
             self.has_vec[row] = False
+
+    def _unsay(self, row: int) -> None:
+        said = self._said_by.pop(row, None)
+        if said is not None:
+            self._speakers[said[0]][said[1]] -= 1
+
+    def speakers(self, scopes: Sequence[Scope]) -> set[str]:
+        """Everyone who said a live memory of these scopes."""
+        with self.lock:
+            return {
+                name
+                for bucket in self.bucket_ids(scopes)
+                for name, count in self._speakers.get(int(bucket), Counter()).items()
+                if count > 0
+            }
 
     def mask(self, scopes: Sequence[Scope], kinds: Sequence[MemoryKind]) -> np.ndarray:
         """Rows of these scopes and kinds; cached until the mirror changes (every turn asks

@@ -1,24 +1,34 @@
-"""Memory ranking: hybrid token recall + embedding, weighed by importance and recency.
+"""Memory ranking — the one ranking every door uses (search, a turn's context, select).
 
-Relevance is reciprocal rank fusion of an FTS5 bm25 search ("token recall") and a nearest-
-neighbour search over memory embeddings; the two run in parallel (FTS5 here, the query
-embedding in a worker thread). A memory's score is its relevance damped by importance and by
-recency, which halves every `half_life` days of its tier since it was formed or last used —
-so a conversation's memories fade in a day, the account's over a year. `now` can be passed,
-so a replayed history decays relative to its own time.
+Relevance fuses, by reciprocal rank, an FTS5 bm25 search ("token recall"), a nearest-
+neighbour search over memory embeddings and, when the query names a time, token recall
+among memories formed then; the embedding is computed in a worker thread while FTS5 searches.
+Rank fusion alone cannot tell a clear match from the best of weak ones, so each memory's
+fused relevance is scaled by how close its raw scores come to each list's best.
+
+The query is read for who it is about: the names of people who said memories in these scopes
+are taken out of the text that is matched (a name matches every line its speaker said) and
+instead raise the memories those people said. A time it names ("in May 2023") raises the
+memories formed then.
+
+Importance and recency are a prior, not a filter: score = relevance × (BASE +
+W_IMPORTANCE·importance + W_RECENCY·recency), where recency halves every `half_life` days
+of the memory's tier since it was formed or last used. That factor lies in [BASE, 1], so it
+reorders only memories whose relevance is within 1/BASE of each other: a memory a third
+more relevant than another ranks above it however old, and however unimportant.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..pipeline.fusion import DEFAULT_RRF_K, Hit, rrf_fuse
+from ..pipeline.fusion import DEFAULT_RRF_K, Fused, Hit, rrf_fuse
 from .models import Memory, MemoryKind, Tier
 from .places import Target
 from .store import ScoreRow
@@ -29,22 +39,27 @@ DEPTH = 50
 OVERFETCH = 3
 # A vector-only hit this dissimilar is noise, however high it ranks among few memories.
 MIN_SIMILARITY = 0.2
-# score = relevance × (BASE + W_IMPORTANCE·importance + W_RECENCY·recency): relevance decides,
-# importance and recency reorder what is about equally relevant. Recency weighs little: a
+# relevance = fused rank score × (1 - STRENGTH + STRENGTH·(mean share of each list's best
+# raw score)): the order fusion gives, unless a memory's match is weak in every list.
+STRENGTH = 0.5
+# The prior: importance and recency reorder near-ties only. Recency weighs little: a
 # channel spans months, and what was said in its first week must not sink under chit-chat
 # of the last one (on LoCoMo, 0.2 cost 0.016 of recall@5 against 0.05).
 BASE = 0.75
 W_IMPORTANCE = 0.2
 W_RECENCY = 0.05
 DAY = 86400.0
-# A memory formed in the window of time the query names ("in May 2023"), or said by a person
-# the query names, is more likely what it asks about: its score is raised by this share.
+# A memory formed in the window of time the query names, or said by a person the query
+# names, is more likely what it asks about: its relevance is raised by this share. Nearly
+# every answer about a person is in what they said themselves, hence a large share.
 TIME_BOOST = 0.5
-SPEAKER_BOOST = 0.2
+SPEAKER_BOOST = 1.0
 
 HYBRID = "hybrid_rrf"
 TOKEN_RECALL = "token_recall"
 TOKEN_RECALL_AFTER_EMBED_ERROR = "token_recall_after_embed_error"
+
+_WORD = re.compile(r"\w")
 
 
 @dataclass(frozen=True)
@@ -52,6 +67,40 @@ class SearchResult:
     memories: list[Memory]
     retrieval_path: str
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a query asks, beyond its words: the people it names among those who said the
+    memories, its text without their names, and the time it names."""
+
+    named: frozenset[str]  # lower-case
+    content: str
+    window: Window | None
+
+    def boost(self, row: ScoreRow) -> float:
+        factor = 1.0
+        if self.window is not None and self.window[0] <= row.created_at < self.window[1]:
+            factor += TIME_BOOST
+        if row.speaker and row.speaker.lower() in self.named:
+            factor += SPEAKER_BOOST
+        return factor
+
+
+def read_query(query: str, speakers: Iterable[str], now: float) -> Reading:
+    """Take the names of `speakers` out of `query` (with a possessive 's): the rest is what
+    is matched. A query that is only a name keeps its text."""
+    named: set[str] = set()
+    content = query
+    for name in sorted(set(speakers), key=len, reverse=True):
+        pattern = re.compile(rf"(?<!\w){re.escape(name)}(?:['’]s)?(?!\w)", re.IGNORECASE)
+        if pattern.search(content):
+            named.add(name.lower())
+            content = pattern.sub(" ", content)
+    content = " ".join(content.split())
+    if not _WORD.search(content):
+        content = query
+    return Reading(frozenset(named), content, time_window(query, now))
 
 
 def recency(last_used: float, now: float, half_life_days: float) -> float:
@@ -75,82 +124,63 @@ def hybrid_search(
     min_similarity: float = MIN_SIMILARITY,
 ) -> SearchResult:
     """Rank memories of `targets` for `query`. Never raises for a failing model: it falls
-    back to token recall and says so in `retrieval_path`."""
+    back to token recall and says so in `retrieval_path`. `query_vector` is the embedding
+    of `query` when the caller has it (reused unless names are taken out of the query)."""
     targets = [(repo, list(scopes)) for repo, scopes in targets if scopes]
-    with_vectors = [
-        i for i, (repo, scopes) in enumerate(targets) if repo.sync_mirror().vectors_in(scopes)
-    ]
-    vector_hits: list[tuple[str, float]] = []
+    speakers = {n for repo, scopes in targets for n in repo.sync_mirror().speakers(scopes)}
+    reading = read_query(query, speakers, now)
+    if reading.content != query:
+        query_vector = None
+    with_vectors = [i for i, (repo, scopes) in enumerate(targets) if repo.mirror.vectors_in(scopes)]
     use_vectors = bool(with_vectors) and (embed is not None or query_vector is not None)
-
-    def nearest(vector: np.ndarray) -> list[tuple[str, float]]:
-        found = []
-        for i in with_vectors:
-            repo, scopes = targets[i]
-            found += [(f"{i}:{r}", s) for r, s in repo.mirror.nearest(vector, scopes, kinds, DEPTH)]
-        found.sort(key=lambda h: (-h[1], h[0]))
-        return [h for h in found[:DEPTH] if h[1] >= min_similarity]
 
     # The model encodes in a worker thread while FTS5 searches here (both release the GIL);
     # the nearest-neighbour product itself takes well under a millisecond.
-    pending = None
-    if use_vectors and query_vector is None and embed is not None:
-        pending = pool.submit(embed, query) if pool is not None else None
+    pending: Future[np.ndarray] | None = None
+    if use_vectors and query_vector is None and embed is not None and pool is not None:
+        pending = pool.submit(embed, reading.content)
 
-    window = time_window(query, now)
-    token_hits: list[tuple[str, float]] = []
-    timely: list[tuple[str, float]] = []
+    ranked: dict[str, list[Hit]] = {"token_recall": [], "temporal": []}
     for i, (repo, scopes) in enumerate(targets):
-        token_hits += [(f"{i}:{r}", s) for r, s in repo.token_recall(query, scopes, kinds, DEPTH)]
-        if window is not None:
-            found = repo.token_recall(query, scopes, kinds, DEPTH, window=window)
-            timely += [(f"{i}:{r}", s) for r, s in found]
-    token_hits.sort(key=lambda h: (-h[1], h[0]))
-    timely.sort(key=lambda h: (-h[1], h[0]))
+        found = repo.token_recall(reading.content, scopes, kinds, DEPTH)
+        ranked["token_recall"] += [Hit(f"{i}:{r}", s) for r, s in found]
+        if reading.window is not None:  # the query's words among memories of its time
+            found = repo.token_recall(reading.content, scopes, kinds, DEPTH, window=reading.window)
+            ranked["temporal"] += [Hit(f"{i}:{r}", s) for r, s in found]
 
     failure: Exception | None = None
     if use_vectors:
         try:
             if query_vector is None:
-                query_vector = pending.result() if pending is not None else embed(query)  # type: ignore[misc]
-            vector_hits = nearest(query_vector)
+                query_vector = pending.result() if pending is not None else embed(reading.content)  # type: ignore[misc]
+            found_vec = [
+                Hit(f"{i}:{r}", s)
+                for i in with_vectors
+                for r, s in targets[i][0].mirror.nearest(query_vector, targets[i][1], kinds, DEPTH)
+            ]
+            ranked["embedding"] = [h for h in found_vec if h.score >= min_similarity]
         except Exception as exc:  # a broken model must not take memory down with it
             failure = exc
     path = TOKEN_RECALL
     if use_vectors:
         path = TOKEN_RECALL_AFTER_EMBED_ERROR if failure is not None else HYBRID
-    ranked = {"token_recall": [Hit(key, s) for key, s in token_hits[:DEPTH]]}
-    if vector_hits:
-        ranked["embedding"] = [Hit(key, s) for key, s in vector_hits]
-    if timely:  # the query's words among memories of the time it names
-        ranked["temporal"] = [Hit(key, s) for key, s in timely]
-    boosts = Boosts(window, _named(query))
-    memories = _score(targets, ranked, k, now, half_lives, rrf_k, boosts)
+    ranked = {
+        name: sorted(hits, key=lambda h: (-h.score, h.key))[:DEPTH]
+        for name, hits in ranked.items()
+        if hits
+    }
+    memories = _score(targets, ranked, k, now, half_lives, rrf_k, reading)
     error = None if failure is None else f"{type(failure).__name__}: {failure}"
     return SearchResult(memories, path, error)
 
 
-@dataclass(frozen=True)
-class Boosts:
-    """What the query says beyond its words: a window of time, and words that may be names."""
-
-    window: Window | None
-    words: frozenset[str]
-
-    def factor(self, row: ScoreRow) -> float:
-        factor = 1.0
-        if self.window is not None and self.window[0] <= row.created_at < self.window[1]:
-            factor += TIME_BOOST
-        if row.speaker and row.speaker.lower() in self.words:
-            factor += SPEAKER_BOOST
-        return factor
-
-
-def _named(query: str) -> frozenset[str]:
-    return frozenset(w.lower() for w in _NAME.findall(query))
-
-
-_NAME = re.compile(r"\b[A-Z][\w'-]*")
+def _strength(fused: Fused, best: Mapping[str, float]) -> float:
+    """Mean share of each list's best raw score that this memory reached (0 where absent)."""
+    shares = [
+        fused.sources[name].score / top if name in fused.sources and top > 0 else 0.0
+        for name, top in best.items()
+    ]
+    return sum(shares) / len(shares)
 
 
 def _score(
@@ -160,11 +190,11 @@ def _score(
     now: float,
     half_lives: Mapping[Tier, float],
     rrf_k: int,
-    boosts: Boosts,
+    reading: Reading,
 ) -> list[Memory]:
     """Score every fused candidate from a few columns; build full memories for the top k."""
-    lists = len(ranked)
     fused = rrf_fuse(ranked, k=rrf_k)
+    best_of = {name: max(h.score for h in hits) for name, hits in ranked.items()}
     by_target: dict[int, list[int]] = {}
     for f in fused:
         i, rowid = f.key.split(":")
@@ -174,16 +204,16 @@ def _score(
         for i, rowids in by_target.items()
         for rowid, row in targets[i][0].score_rows(rowids).items()
     }
-    best = lists / (rrf_k + 1)
+    best = len(ranked) / (rrf_k + 1)
     scored = []
     for f in fused:
         row = facts.get(f.key)
         if row is None:
             continue
-        relevance = f.score / best
+        boost = reading.boost(row)
+        relevance = f.score / best * (1 - STRENGTH + STRENGTH * _strength(f, best_of)) * boost
         fresh = recency(row.last_used, now, half_lives[row.tier])
-        boost = boosts.factor(row)
-        score = relevance * boost * (BASE + W_IMPORTANCE * row.importance + W_RECENCY * fresh)
+        score = relevance * (BASE + W_IMPORTANCE * row.importance + W_RECENCY * fresh)
         scores = {"relevance": relevance, "importance": row.importance, "recency": fresh}
         if boost != 1.0:
             scores["boost"] = boost

@@ -133,7 +133,8 @@ class MemoryRepository:
             rows = (
                 self.connect()
                 .execute(
-                    "SELECT m.rowid, m.tier, m.scope, m.kind, v.vector FROM memories m"
+                    "SELECT m.rowid, m.tier, m.scope, m.kind, v.vector,"
+                    " json_extract(m.source, '$.speaker') FROM memories m"
                     " LEFT JOIN memory_vectors v ON v.memory_rowid = m.rowid AND v.model = ?"
                     " WHERE m.deleted_at IS NULL ORDER BY m.rowid",
                     (self.model_id or "",),
@@ -141,13 +142,15 @@ class MemoryRepository:
                 .fetchall()
             )
             mirror.reset(generation)
-            for rowid, tier, scope, kind, blob in rows:
+            for rowid, tier, scope, kind, blob, speaker in rows:
                 vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
-                mirror.put(rowid, (Tier(tier), scope), MemoryKind(kind), vector)
+                mirror.put(rowid, (Tier(tier), scope), MemoryKind(kind), vector, speaker)
         return mirror
 
     def _after_commit(
-        self, generation: int, changes: list[tuple[int, Scope, MemoryKind, np.ndarray | None] | int]
+        self,
+        generation: int,
+        changes: list[tuple[int, Scope, MemoryKind, np.ndarray | None, str | None] | int],
     ) -> None:
         """Apply this process's committed write to the mirror, or mark it stale."""
         mirror = self.mirror
@@ -190,7 +193,8 @@ class MemoryRepository:
                 rowid = conn.execute(
                     "SELECT rowid FROM memories WHERE id = ?", (memory.id,)
                 ).fetchone()[0]
-                changes.append((rowid, (memory.tier, memory.scope), memory.kind, vector))
+                scope = (memory.tier, memory.scope)
+                changes.append((rowid, scope, memory.kind, vector, memory.source.speaker))
                 results.append(WriteResult(memory, existing is not None))
             generation = self._bump(conn)
         self._after_commit(generation, changes)
@@ -378,24 +382,21 @@ class MemoryRepository:
         )
         return {r[0]: ScoreRow(Tier(r[1]), r[2], r[3], r[4], r[5]) for r in rows}
 
-    def latest_turn(
-        self, scope: Scope, session_id: str, at: float, other_than: str | None = None
-    ) -> Memory | None:
-        """The raw-turn memory (episodic, unkeyed) of a session said last at or before `at`
-        (of turns at the same time, the one written last), other than turn `other_than`."""
-        row = (
-            self.connect()
-            .execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE tier = ? AND scope = ?"
-                " AND kind = 'episodic' AND created_at <= ? AND mkey IS NULL"
-                " AND deleted_at IS NULL AND json_extract(source, '$.session_id') = ?"
-                " AND coalesce(json_extract(source, '$.turns[0]'), '') != ?"
-                " ORDER BY created_at DESC, rowid DESC LIMIT 1",
-                (scope[0].value, scope[1], at, session_id, other_than or ""),
-            )
-            .fetchone()
+    def latest_turns(
+        self, scope: Scope, session_id: str, at: float, other_than: str | None, *, limit: int
+    ) -> list[Memory]:
+        """The raw-turn memories (episodic, unkeyed) of a session said last at or before `at`
+        (of turns at the same time, the one written last first), other than turn
+        `other_than`; newest first."""
+        rows = self.connect().execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE tier = ? AND scope = ?"
+            " AND kind = 'episodic' AND created_at <= ? AND mkey IS NULL"
+            " AND deleted_at IS NULL AND json_extract(source, '$.session_id') = ?"
+            " AND coalesce(json_extract(source, '$.turns[0]'), '') != ?"
+            " ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (scope[0].value, scope[1], at, session_id, other_than or "", limit),
         )
-        return _memory(row) if row else None
+        return [_memory(row) for row in rows]
 
     def by_rowids(self, rowids: Sequence[int]) -> dict[int, Memory]:
         if not rowids:
