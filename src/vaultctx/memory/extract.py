@@ -34,8 +34,11 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[^\W\d_][\w'-]*")
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|mine|me)\b", re.I)
 _WE = re.compile(r"\b(we|our|ours|we're|we've)\b", re.I)
+# A rule tells the assistant how to behave: an imperative ("Never use emoji", "From now on…")
+# or a stated preference. "Pets never let us down" is a fact, not a rule.
 _PREFERENCE = re.compile(
-    r"\b(always|never|from now on|prefer|i'd rather|i would rather|don't ever|do not ever|"
+    r"^\W*(always|never|from now on|don't ever|do not ever)\b|"
+    r"\b(i prefer|i'd prefer|i would prefer|i'd rather|i would rather|"
     r"please (?:answer|reply|respond|write|use|keep|avoid|format|be)|"
     r"(?:answer|reply|respond|write) (?:in|with|using))\b",
     re.I,
