@@ -119,12 +119,13 @@ ASK = {"public": search, "chat": retrieve}
 
 def settings_hash(embed: bool, llm_model: str | None) -> str:
     """Everything that changes what gets written: the write path's code and the settings."""
-    modules = [extract, derive, memory_writing, store, places, models]
-    code = [inspect.getsource(m) for m in modules]
-    code += [inspect.getsource(f) for f in (facade.AgentMemoryFacade.add, add_turns)]
-    code += [inspect.getsource(f) for f in (facade.AgentMemoryFacade.persist_turn, persist_turns)]
-    code += [str(embed), str(llm_model)]
-    return hashlib.blake2b("\n".join(code).encode(), digest_size=6).hexdigest()
+    repo = store.MemoryRepository
+    code: list = [extract, derive, memory_writing, models, store.MemoryDraft, places.MemoryPlaces]
+    code += [repo.write, repo._find_existing, repo._insert, repo._update, repo.latest_turns]
+    code += [facade.AgentMemoryFacade.add, facade.AgentMemoryFacade.persist_turn]
+    code += [add_turns, persist_turns]
+    parts = [inspect.getsource(c) for c in code] + [str(embed), str(llm_model)]
+    return hashlib.blake2b("\n".join(parts).encode(), digest_size=6).hexdigest()
 
 
 def open_workspace(folder: Path, *, embed: bool, llm: dict) -> Workspace:

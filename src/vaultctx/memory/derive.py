@@ -84,7 +84,7 @@ class TurnDeriver:
         """The session's arc, one point longer (see `extract.extend_arc`)."""
         turn = job.turn
         where = self._where("shared", job)
-        key = f"arc:{turn.session_id}"
+        key = f"{ex.ARC_KEY}{turn.session_id}"
         previous = pending.arcs.get((where, key))
         if previous is None:
             repo = self.places.repo_for(where[0])

@@ -28,6 +28,7 @@ MAX_FACT_WORDS = 60
 LLM_EXTRACT_TIMEOUT = 30.0  # seconds: extraction runs in the background writer
 MAX_ARC_POINTS = 8
 EXCHANGE_CONTEXT = 2  # turns said before a turn that its exchange holds
+ARC_KEY = "arc:"  # a session's arc is keyed ARC_KEY + its session id
 THEME_COUNT = 5
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -325,7 +326,7 @@ def extend_arc(previous: Memory | None, turn: Turn, points: Sequence[str] = ()) 
         themes=themes(" ".join(new_points)),
         importance=max(0.5, previous.importance if previous else 0.0),
         reach="shared",
-        key=f"arc:{turn.session_id}",
+        key=f"{ARC_KEY}{turn.session_id}",
     )
 
 

@@ -169,7 +169,10 @@ class AgentMemoryFacade:
         if not text:
             raise ConfigError("a memory needs some text")
         where = (tier, self.scope_for(tier, scope))
-        at = to_timestamp(created_at, time.time())
+        try:
+            at = to_timestamp(created_at, time.time())
+        except ValueError as exc:
+            raise ConfigError(f"created_at {created_at!r} is not a date or time") from exc
         base = MemorySource.model_validate(source or {})
         if speaker is None and session is None:
             kind = MemoryKind(kind or MemoryKind.SEMANTIC)
@@ -363,10 +366,12 @@ class AgentMemoryFacade:
 
     def forget(self, ids: str | Iterable[str], *, soft: bool = False) -> int:
         """Delete memories for real (row, FTS text, vector; WAL truncated) — or, `soft`,
-        only hide them. Returns how many were found. Waits for pending writes first."""
+        only hide them — with everything derived from the same turns (facts, exchanges, the
+        session's arc), so neither door finds their words again. Returns how many memories
+        went. Waits for pending writes first."""
         ids = [ids] if isinstance(ids, str) else list(ids)
         self.flush()
-        return sum(repo.delete(ids, soft=soft) for repo in self.places.repos())
+        return sum(repo.delete(repo.derived_with(ids), soft=soft) for repo in self.places.repos())
 
     def export(self, *, tier: Tier | str | None = None, scope: str | None = None) -> list[dict]:
         """Memories as JSON-ready dicts (no vectors: they are recomputed on import)."""

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..pipeline.fusion import DEFAULT_RRF_K, Fused, Hit, rrf_fuse
+from .extract import ARC_KEY
 from .models import Memory, MemoryKind, Tier
 from .places import Target
 from .store import ScoreRow
@@ -268,14 +269,16 @@ def dedupe_episodes(memories: Sequence[Memory]) -> list[Memory]:
 
 
 def dedupe_moments(memories: Sequence[Memory]) -> list[Memory]:
-    """Drop a memory whose turns the better-ranked ones already cover (a fact extracted from a
-    turn that is itself recalled): one moment once, so the slots go to other moments."""
+    """Drop a memory whose turns the better-ranked ones already hold (a fact extracted from a
+    turn that is itself recalled): one moment once, so the slots go to other moments. A
+    session's arc holds only the first sentence of its turns: it covers none of them."""
     covered: set[tuple[str | None, str]] = set()
     out = []
     for memory in memories:
         turns = {(memory.source.session_id, t) for t in memory.source.turns}
         if turns and turns <= covered:
             continue
-        covered |= turns
+        if not (memory.key or "").startswith(ARC_KEY):
+            covered |= turns
         out.append(memory)
     return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
+from .extract import ARC_KEY
 from .mirror import Scope
 from .models import Memory, MemoryContext, MemoryKind, Tier
 from .places import MemoryPlaces, Target
@@ -58,8 +59,8 @@ class TurnRecall:
         """The most recent arc of another session in this channel (or this vault)."""
         places = self.places
         tier, scope = (Tier.CHANNEL, channel) if channel else (Tier.WORKSPACE, places.vault_scope)
-        for memory in places.repo.list([(tier, scope)], key_prefix="arc:", limit=2):
-            if memory.key != f"arc:{session_id}":
+        for memory in places.repo.list([(tier, scope)], key_prefix=ARC_KEY, limit=2):
+            if memory.key != f"{ARC_KEY}{session_id}":
                 return memory
         return None
 

@@ -325,6 +325,24 @@ class MemoryRepository:
                 [(at, i) for i in ids],
             )
 
+    def derived_with(self, ids: Sequence[str]) -> list[str]:
+        """`ids` and every memory derived from the same turns of the same session (its
+        facts, the exchanges and the arc that hold those turns): what a turn leaves goes with
+        it, or its words would stay findable."""
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.connect().execute(
+            "WITH turns(session_id, turn) AS ("
+            " SELECT json_extract(m.source, '$.session_id'), t.value"
+            f" FROM memories m, json_each(m.source, '$.turns') t WHERE m.id IN ({marks}))"
+            " SELECT m.id FROM memories m, json_each(m.source, '$.turns') t, turns"
+            " WHERE json_extract(m.source, '$.session_id') = turns.session_id"
+            " AND t.value = turns.turn",
+            list(ids),
+        )
+        return list(dict.fromkeys([*ids, *(r[0] for r in rows)]))
+
     def delete(self, ids: Sequence[str], *, soft: bool = False) -> int:
         """Forget memories. Hard (default): the row, its text in FTS and its vector are
         erased and the WAL truncated, for the user's privacy. Soft: hidden, restorable."""
