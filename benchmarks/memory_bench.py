@@ -26,7 +26,7 @@ offline_env()
 
 from vaultctx.memory import AgentMemoryFacade, MemoryKind, Tier  # noqa: E402
 from vaultctx.memory import extract as ex  # noqa: E402
-from vaultctx.memory.store import MemoryDraft  # noqa: E402
+from vaultctx.memory.upsert import MemoryDraft  # noqa: E402
 from vaultctx.workspace.embeddings import Embedder  # noqa: E402
 
 CACHE = Path("/tmp/vaultctx-bench/memory")

@@ -52,7 +52,7 @@ offline_env()
 
 import memory_data as md  # noqa: E402
 from vaultctx import Workspace  # noqa: E402
-from vaultctx.memory import Memory, derive, extract, facade, models, places, store  # noqa: E402
+from vaultctx.memory import Memory, derive, extract, facade, models, places, store, upsert  # noqa: E402
 from vaultctx.memory import writing as memory_writing  # noqa: E402
 from vaultctx.workspace.embeddings import Embedder  # noqa: E402
 
@@ -119,9 +119,8 @@ ASK = {"public": search, "chat": retrieve}
 
 def settings_hash(embed: bool, llm_model: str | None) -> str:
     """Everything that changes what gets written: the write path's code and the settings."""
-    repo = store.MemoryRepository
-    code: list = [extract, derive, memory_writing, models, store.MemoryDraft, places.MemoryPlaces]
-    code += [repo.write, repo._find_existing, repo._insert, repo._update, repo.latest_turns]
+    code: list = [extract, derive, memory_writing, models, upsert, places.MemoryPlaces]
+    code += [store.MemoryRepository.latest_turns]
     code += [facade.AgentMemoryFacade.add, facade.AgentMemoryFacade.persist_turn]
     code += [add_turns, persist_turns]
     parts = [inspect.getsource(c) for c in code] + [str(embed), str(llm_model)]

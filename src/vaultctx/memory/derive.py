@@ -15,7 +15,7 @@ from . import extract as ex
 from .mirror import Scope
 from .models import Memory, MemorySource, Observation
 from .places import MemoryPlaces
-from .store import MemoryDraft
+from .upsert import MemoryDraft
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ from .ranking import SearchResult, rank
 from .recall import TurnRecall
 from .retrieval import MemoryRetriever
 from .scratchpad import ScratchpadRepository
-from .store import MemoryDraft, MemoryRepository
+from .store import MemoryRepository
+from .upsert import MemoryDraft
 from .writing import Counters, MemoryWrites
 
 if TYPE_CHECKING:

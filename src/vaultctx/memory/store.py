@@ -7,14 +7,10 @@ the user said. Vectors are float32 blobs keyed by memory, searched through a `Ve
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -24,52 +20,12 @@ from ..pipeline import lexical
 from ..workspace.db import IndexDatabase
 from .migrations import migrate_memory
 from .mirror import Scope, VectorMirror
-from .models import Memory, MemoryKind, MemorySource, Tier
+from .models import Memory, MemoryKind, Tier
+from .rows import COLUMNS, memory_from_row, scope_filter
+from .upsert import DraftWriting
 
-# Facts and rules phrased this alike say the same thing: update rather than insert. Events
-# are never merged by similarity: two alike things that happened are still two events.
-MERGE_SIMILARITY = 0.93
 # bm25 weights of (text, summary, themes).
 FTS_WEIGHTS = (1.0, 0.5, 0.5)
-
-_COLUMNS = (
-    "rowid, id, tier, scope, kind, text, summary, themes, importance, created_at, updated_at,"
-    " last_accessed, access_count, source, mkey, deleted_at"
-)
-
-
-@dataclass(frozen=True)
-class MemoryDraft:
-    """A memory to write: what it says, where it goes, and when it was formed."""
-
-    tier: Tier
-    scope: str
-    kind: MemoryKind
-    text: str
-    summary: str
-    themes: tuple[str, ...]
-    importance: float
-    created_at: float
-    source: MemorySource = field(default_factory=MemorySource)
-    key: str | None = None
-    id: str | None = None  # keep an id (import); None: a new one
-    # True: `source` is the memory's whole provenance, replacing the old one on update (an
-    # arc that drops its oldest points no longer came from their turns); False: merged.
-    whole_source: bool = False
-
-    @property
-    def dedupe(self) -> str:
-        """Same kind, summary and themes: the same memory, whatever its wording."""
-        basis = "\x1f".join(
-            [self.kind.value, " ".join(self.summary.lower().split()), *sorted(self.themes)]
-        )
-        return hashlib.blake2b(basis.encode("utf-8"), digest_size=12).hexdigest()
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    memory: Memory
-    merged: bool  # True: an existing memory was updated instead of a new one inserted
 
 
 class ScoreRow(NamedTuple):
@@ -82,7 +38,7 @@ class ScoreRow(NamedTuple):
     speaker: str | None
 
 
-class MemoryRepository:
+class MemoryRepository(DraftWriting):
     """One memory database: `memory.db` beside the index, or the account's own file."""
 
     def __init__(self, path: Path, *, model_id: str | None = None) -> None:
@@ -169,151 +125,6 @@ class MemoryRepository:
 
     # --- writing -------------------------------------------------------------------------
 
-    def write(
-        self, drafts: Sequence[tuple[MemoryDraft, np.ndarray | None]], *, merge: bool = True
-    ) -> list[WriteResult]:
-        """Write drafts in one transaction: all of them or, after a crash, none.
-
-        With `merge`, a draft with the key, or the summary and themes, of a live memory in its
-        scope — or a fact or rule nearly identical by embedding — updates that memory.
-        """
-        if not drafts:
-            return []
-        if merge:
-            self.sync_mirror()
-        results: list[WriteResult] = []
-        changes: list = []
-        with self.transaction() as conn:
-            for draft, vector in drafts:
-                existing = self._find_existing(conn, draft, vector) if merge else None
-                if existing is None:
-                    memory = self._insert(conn, draft, vector)
-                else:
-                    memory = self._update(conn, existing, draft, vector)
-                rowid = conn.execute(
-                    "SELECT rowid FROM memories WHERE id = ?", (memory.id,)
-                ).fetchone()[0]
-                scope = (memory.tier, memory.scope)
-                changes.append((rowid, scope, memory.kind, vector, memory.source.speaker))
-                results.append(WriteResult(memory, existing is not None))
-            generation = self._bump(conn)
-        self._after_commit(generation, changes)
-        return results
-
-    def _find_existing(
-        self, conn: sqlite3.Connection, draft: MemoryDraft, vector: np.ndarray | None
-    ) -> Memory | None:
-        where = "tier = ? AND scope = ?"
-        if draft.id is not None:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (draft.id,)
-            ).fetchone()
-            if row is not None:
-                return _memory(row)
-        if draft.key is not None:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE {where} AND mkey = ?",
-                (draft.tier.value, draft.scope, draft.key),
-            ).fetchone()
-            return _memory(row) if row else None
-        row = conn.execute(
-            f"SELECT {_COLUMNS} FROM memories WHERE {where} AND dedupe = ?"
-            " ORDER BY deleted_at IS NOT NULL, rowid LIMIT 1",
-            (draft.tier.value, draft.scope, draft.dedupe),
-        ).fetchone()
-        if row is not None:
-            return _memory(row)
-        if vector is None or draft.kind is MemoryKind.EPISODIC:
-            return None
-        near = self.mirror.nearest(vector, [(draft.tier, draft.scope)], [draft.kind], 1)
-        if near and near[0][1] >= MERGE_SIMILARITY:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE rowid = ? AND deleted_at IS NULL",
-                (near[0][0],),
-            ).fetchone()
-            return _memory(row) if row else None
-        return None
-
-    def _insert(
-        self, conn: sqlite3.Connection, draft: MemoryDraft, vector: np.ndarray | None
-    ) -> Memory:
-        memory_id = draft.id or uuid.uuid4().hex[:16]
-        cur = conn.execute(
-            "INSERT INTO memories(id, tier, scope, kind, text, summary, themes, importance,"
-            " created_at, updated_at, last_accessed, access_count, source, mkey, dedupe)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
-            (
-                memory_id,
-                draft.tier.value,
-                draft.scope,
-                draft.kind.value,
-                draft.text,
-                draft.summary,
-                json.dumps(list(draft.themes), ensure_ascii=False),
-                draft.importance,
-                draft.created_at,
-                draft.created_at,
-                draft.created_at,
-                draft.source.model_dump_json(),
-                draft.key,
-                draft.dedupe,
-            ),
-        )
-        self._put_vector(conn, int(cur.lastrowid or 0), vector)
-        return self._get(conn, memory_id)
-
-    def _update(
-        self,
-        conn: sqlite3.Connection,
-        existing: Memory,
-        draft: MemoryDraft,
-        vector: np.ndarray | None,
-    ) -> Memory:
-        old = existing.source
-        new = draft.source
-        source = (
-            new
-            if draft.whole_source
-            else MemorySource(
-                session_id=new.session_id or old.session_id,
-                turns=tuple(dict.fromkeys((*old.turns, *new.turns))),
-                speaker=new.speaker or old.speaker,
-                paths=tuple(dict.fromkeys((*old.paths, *new.paths))),
-                origin=new.origin,
-            )
-        )
-        conn.execute(
-            "UPDATE memories SET text = ?, summary = ?, themes = ?, importance = ?,"
-            " updated_at = ?, source = ?, dedupe = ?, deleted_at = NULL,"
-            " created_at = min(created_at, ?) WHERE id = ?",
-            (
-                draft.text,
-                draft.summary,
-                json.dumps(list(draft.themes), ensure_ascii=False),
-                max(existing.importance, draft.importance),
-                max(existing.updated_at, draft.created_at),
-                source.model_dump_json(),
-                draft.dedupe,
-                draft.created_at,
-                existing.id,
-            ),
-        )
-        rowid = conn.execute("SELECT rowid FROM memories WHERE id = ?", (existing.id,)).fetchone()[
-            0
-        ]
-        self._put_vector(conn, rowid, vector)
-        return self._get(conn, existing.id)
-
-    def _put_vector(self, conn: sqlite3.Connection, rowid: int, vector: np.ndarray | None) -> None:
-        if vector is None or self.model_id is None:
-            return
-        conn.execute(
-            "INSERT INTO memory_vectors(memory_rowid, model, vector) VALUES (?, ?, ?)"
-            " ON CONFLICT(memory_rowid) DO UPDATE SET model = excluded.model,"
-            " vector = excluded.vector",
-            (rowid, self.model_id, np.ascontiguousarray(vector, np.float32).tobytes()),
-        )
-
     def touch(self, ids: Sequence[str], at: float) -> None:
         """Accessing memories refreshes them: recency counts from the last access."""
         if not ids:
@@ -376,17 +187,13 @@ class MemoryRepository:
 
     # --- reading -------------------------------------------------------------------------
 
-    def _get(self, conn: sqlite3.Connection, memory_id: str) -> Memory:
-        row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        return _memory(row)
-
     def get(self, memory_id: str) -> Memory | None:
         row = (
             self.connect()
-            .execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,))
+            .execute(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,))
             .fetchone()
         )
-        return _memory(row) if row else None
+        return memory_from_row(row) if row else None
 
     def score_rows(self, rowids: Sequence[int]) -> dict[int, ScoreRow]:
         """What scoring needs of live memories, without building them."""
@@ -407,24 +214,24 @@ class MemoryRepository:
         (of turns at the same time, the one written last first), other than turn
         `other_than`; newest first."""
         rows = self.connect().execute(
-            f"SELECT {_COLUMNS} FROM memories WHERE tier = ? AND scope = ?"
+            f"SELECT {COLUMNS} FROM memories WHERE tier = ? AND scope = ?"
             " AND kind = 'episodic' AND created_at <= ? AND mkey IS NULL"
             " AND deleted_at IS NULL AND json_extract(source, '$.session_id') = ?"
             " AND coalesce(json_extract(source, '$.turns[0]'), '') != ?"
             " ORDER BY created_at DESC, rowid DESC LIMIT ?",
             (scope[0].value, scope[1], at, session_id, other_than or "", limit),
         )
-        return [_memory(row) for row in rows]
+        return [memory_from_row(row) for row in rows]
 
     def by_rowids(self, rowids: Sequence[int]) -> dict[int, Memory]:
         if not rowids:
             return {}
         rows = self.connect().execute(
-            f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({','.join('?' * len(rowids))})"
+            f"SELECT {COLUMNS} FROM memories WHERE rowid IN ({','.join('?' * len(rowids))})"
             " AND deleted_at IS NULL",
             list(rowids),
         )
-        return {row[0]: _memory(row) for row in rows}
+        return {row[0]: memory_from_row(row) for row in rows}
 
     def list(
         self,
@@ -438,7 +245,7 @@ class MemoryRepository:
         include_deleted: bool = False,
     ) -> list[Memory]:
         """Memories newest first, optionally within scopes, a tier, kinds or a key prefix."""
-        where, args = _scope_filter(scopes, kinds)
+        where, args = scope_filter(scopes, kinds)
         if tier is not None:
             where.append("tier = ?")
             args.append(tier.value)
@@ -447,14 +254,14 @@ class MemoryRepository:
             args += [len(key_prefix), key_prefix]
         if not include_deleted:
             where.append("deleted_at IS NULL")
-        sql = f"SELECT {_COLUMNS} FROM memories"
+        sql = f"SELECT {COLUMNS} FROM memories"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += f" ORDER BY {order}"
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        return [_memory(row) for row in self.connect().execute(sql, args)]
+        return [memory_from_row(row) for row in self.connect().execute(sql, args)]
 
     def token_recall(
         self,
@@ -479,7 +286,7 @@ class MemoryRepository:
         built = lexical.build_query(text, tokenizer, total)
         if built.match is None:
             return []
-        where, args = _scope_filter(scopes, kinds, prefix="m.")
+        where, args = scope_filter(scopes, kinds, prefix="m.")
         if window is not None:
             where.append("m.created_at >= ? AND m.created_at < ?")
             args += list(window)
@@ -505,44 +312,3 @@ class MemoryRepository:
     def close(self) -> None:
         self.db.close()
         self._secure = threading.local()
-
-
-def _scope_filter(
-    scopes: Sequence[Scope] | None, kinds: Sequence[MemoryKind], prefix: str = ""
-) -> tuple[list[str], list[object]]:
-    where: list[str] = []
-    args: list[object] = []
-    if scopes is not None:
-        if not scopes:
-            return ["0"], []
-        where.append(
-            f"({prefix}tier, {prefix}scope) IN (VALUES " + ", ".join("(?, ?)" for _ in scopes) + ")"
-        )
-        for tier, scope in scopes:
-            args += [tier.value, scope]
-    if kinds:
-        where.append(f"{prefix}kind IN ({','.join('?' * len(kinds))})")
-        args += [k.value for k in kinds]
-    return where, args
-
-
-def _memory(row: Sequence) -> Memory:
-    (_, mid, tier, scope, kind, text, summary, themes, importance, created, updated, accessed,
-     count, source, key, deleted) = row  # fmt: skip
-    return Memory(
-        id=mid,
-        tier=Tier(tier),
-        scope=scope,
-        kind=MemoryKind(kind),
-        text=text,
-        summary=summary,
-        themes=tuple(json.loads(themes)),
-        importance=importance,
-        created_at=created,
-        updated_at=updated,
-        last_accessed=accessed,
-        access_count=count,
-        source=MemorySource.model_validate_json(source),
-        key=key,
-        deleted=deleted is not None,
-    )

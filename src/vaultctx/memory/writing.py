@@ -18,7 +18,7 @@ import numpy as np
 from .derive import Pending, TurnDeriver, TurnJob
 from .models import Memory, Tier
 from .places import MemoryPlaces
-from .store import MemoryDraft
+from .upsert import MemoryDraft
 from .writer import BackgroundWriter
 
 if TYPE_CHECKING:
