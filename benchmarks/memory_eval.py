@@ -404,7 +404,7 @@ def report(
                     figures[f"{ds.name}_{door}_{name}_{metric}"] = round(row[metric], 4)
     unheld = sum(r.unheld for r in results)
     print(f"\nprovenance claims a memory's text does not hold: {unheld}")
-    ok, gap, same = agreement([r for r in results if r.dataset == "locomo"])
+    ok, gap, same = agreement(results)
     print(f"doors agree within {AGREEMENT}: {'yes' if ok else 'NO'} (largest gap {gap:.4f};"
           f" identical top 10 for {same:.1%} of questions)")  # fmt: skip
     for door in doors:
