@@ -161,10 +161,11 @@ class AgentMemoryFacade:
         `created_at` (datetime, ISO string or epoch seconds) may lie in the past.
 
         With `speaker` or `session`, `text` is a turn of a conversation (`turn`: its id;
-        `text` may start with 'Speaker: '). Memory then derives from it what it derives from
-        a chat turn (`persist_turn`) — the facts it states, the exchange with the turn said
-        before it in `session`, the session's arc — all in this tier and scope, and returns
-        the turn's own memory; the other arguments set that memory's fields."""
+        `text` may start with 'Speaker: '; `session` defaults to the scope). Memory then
+        derives from it what it derives from a chat turn (`persist_turn`) — the facts it
+        states, an exchange with the two turns said before it in the session, the session's
+        arc — all in this tier and scope, and returns the turn's own memory; the other
+        arguments set that memory's fields."""
         tier = Tier(tier)
         text = text.strip()
         if not text:
