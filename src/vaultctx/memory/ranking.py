@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..pipeline.fusion import DEFAULT_RRF_K, Fused, Hit, rrf_fuse
+from ..pipeline.fusion import DEFAULT_RRF_K, Hit, rrf_fuse
 from .extract import ARC_KEY
 from .models import Memory, MemoryKind, Tier
 from .places import Target
@@ -175,10 +175,11 @@ def hybrid_search(
     return SearchResult(memories, path, error)
 
 
-def _strength(fused: Fused, best: Mapping[str, float]) -> float:
-    """Mean share of each list's best raw score that this memory reached (0 where absent)."""
+def _strength(sources: Mapping[str, Any], best: Mapping[str, float]) -> float:
+    """Mean share of each list's best raw score that this memory reached (0 where absent);
+    `sources`: the fused candidate's provenance per list."""
     shares = [
-        fused.sources[name].score / top if name in fused.sources and top > 0 else 0.0
+        sources[name].score / top if name in sources and top > 0 else 0.0
         for name, top in best.items()
     ]
     return sum(shares) / len(shares)
@@ -212,7 +213,8 @@ def _score(
         if row is None:
             continue
         boost = reading.boost(row)
-        relevance = f.score / best * (1 - STRENGTH + STRENGTH * _strength(f, best_of)) * boost
+        strength = _strength(f.sources, best_of)
+        relevance = f.score / best * (1 - STRENGTH + STRENGTH * strength) * boost
         fresh = recency(row.last_used, now, half_lives[row.tier])
         score = relevance * (BASE + W_IMPORTANCE * row.importance + W_RECENCY * fresh)
         scores = {"relevance": relevance, "importance": row.importance, "recency": fresh}
