@@ -1,119 +1,129 @@
-"""Memory recall on real multi-session conversations: LoCoMo evidence recall.
+"""Memory recall on real multi-session conversations, through both doors, side by side.
 
-Every session of every conversation goes through the path a real chat takes: each turn is
-persisted with `persist_turn` (background writer, then flush) as a memory of the
-conversation's channel, dated with its session's date, and the memory layer derives what it
-derives on its own (facts, exchanges, session arcs). Each question of categories 1-4 is then
-asked through `retrieve_for_turn`, the TurnPreparer's per-turn retrieval. A memory counts for
-every turn in its provenance (`source.turns`).
+Every data set `memory_data` finds under ../shared/data (LoCoMo; LongMemEval if a copy is
+dropped in) is stored twice, in two memory databases — once through each door:
 
-Figures: evidence recall of the top 5 and top 10 memories (share of evidence turns found,
-averaged over questions), all-evidence@10, per category, and `load_memory_ms` p50/p95 (wall
-clock, as the diagnostics report it; CPU time beside it, robust on a loaded machine).
+- public: `ws.memory.add(f"{speaker}: {text}", tier="channel", scope=conversation,
+  created_at=<session date>, speaker=, session=, turn=)` for every turn, as an app would;
+- chat: `ws.memory.persist_turn(text, session_id=, channel=conversation, turn_id=,
+  at=<session date>, user_name=speaker, tier="channel")`, then `flush()`.
 
-Built memory databases are cached per conversation under /tmp/vaultctx-bench/locomo/, keyed
-by a hash of the write path's code and settings; `--rebuild` forces a rebuild.
+Each question is then asked through the same door: `search(question, k=10, tier="channel",
+scope=conversation)` and `retrieve_for_turn(question, session_id=<a new session>,
+channel=conversation, k=10, refresh=False)`; `now` is the set's question date where it has
+one (LongMemEval), else the real clock — as an app would call them.
 
-    python benchmarks/memory_eval.py [--limit-conversations N] [--no-embed] [--rebuild]
-                                     [--llm-model M --llm-api-base URL]
+Scoring: a memory counts for the turns its provenance names (`source.turns`) whose text it
+really holds (a sentence of the turn, verbatim) — or, without provenance, the turns whose
+'speaker: text' it is. R@k: share of a question's evidence turns found in the top k, averaged
+over questions; strict R@k: the same where each memory counts for one turn at most (an
+exchange or arc found covers one evidence turn, not all of its turns); all@10: every evidence
+turn found. `--plain` adds plain FTS5 and RRF(FTS5, MiniLM) over the raw turns.
+
+Built databases are cached per door and conversation under --cache, keyed by a hash of the
+write path's code and settings; `--rebuild` forces a rebuild.
+
+    python benchmarks/memory_eval.py [--doors public,chat] [--sets locomo] [--conversations
+        conv-26,conv-30] [--limit N] [--plain] [--no-embed] [--rebuild] [--llm-model M ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import hashlib
 import inspect
-import json
 import os
 import re
 import shutil
+import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA, check, emit_figures, offline_env, percentile
 
 offline_env()
 
+import memory_data as md  # noqa: E402
 from vaultctx import Workspace  # noqa: E402
-from vaultctx.memory import extract, facade, models, store  # noqa: E402
+from vaultctx.memory import Memory, derive, extract, facade, models, places, store, upsert  # noqa: E402
+from vaultctx.memory import writing as memory_writing  # noqa: E402
+from vaultctx.workspace.embeddings import Embedder  # noqa: E402
 
-LOCOMO = DATA / "locomo" / "locomo-dev7.json"
-CACHE = Path("/tmp/vaultctx-bench/locomo")
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-TARGETS = {"r5": 0.65, "r10": 0.75, "p50_ms": 15.0}
-TURN_SECONDS = 30.0  # turns of a session are this far apart, from the session's date-time
-_DIA = re.compile(r"D:?(\d+):(\d+)")
-
-
-@dataclass(frozen=True)
-class Question:
-    text: str
-    category: int
-    evidence: frozenset[str]
+CACHE = Path(tempfile.gettempdir()) / "vaultctx-bench" / "memory-eval"
+DOORS = ("public", "chat")
+TARGETS = {"r5": 0.72, "r10": 0.82, "multi-hop_r10": 0.65, "open-domain_r10": 0.55}
+AGREEMENT = 0.01  # the doors' figures may differ by this much
 
 
-@dataclass(frozen=True)
-class Session:
-    id: str
-    at: dt.datetime
-    turns: list[dict]
+# --- the two doors -----------------------------------------------------------------------
 
 
-def parse_date(text: str) -> dt.datetime:
-    """LoCoMo's '1:56 pm on 8 May, 2023' as a naive (UTC) datetime."""
-    return dt.datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
+def add_turns(ws: Workspace, conv: md.Conversation) -> None:
+    """The public door: every turn through `memory.add`, as an app stores a conversation."""
+    for session in conv.sessions:
+        for turn in session.turns:
+            ws.memory.add(
+                f"{turn.speaker}: {turn.text}",
+                tier="channel",
+                scope=conv.id,
+                created_at=session.at,
+                speaker=turn.speaker,
+                session=f"{conv.id}:{session.id}",
+                turn=turn.id,
+            )
 
 
-def sessions(conversation: dict) -> list[Session]:
-    out = []
-    numbers = sorted(
-        int(k.split("_")[1])
-        for k, v in conversation.items()
-        if k.startswith("session_") and isinstance(v, list)
-    )
-    for n in numbers:
-        at = parse_date(conversation[f"session_{n}_date_time"])
-        out.append(Session(f"S{n}", at, conversation[f"session_{n}"]))
-    return out
+def persist_turns(ws: Workspace, conv: md.Conversation) -> None:
+    """The chat door: every turn through `persist_turn`, then wait for the writer."""
+    for session in conv.sessions:
+        for turn in session.turns:
+            ws.memory.persist_turn(
+                turn.text,
+                session_id=f"{conv.id}:{session.id}",
+                channel=conv.id,
+                turn_id=turn.id,
+                at=session.at,
+                user_name=turn.speaker,
+                tier="channel",
+            )
+    ws.memory.flush()
 
 
-def turn_text(turn: dict) -> str:
-    """What was said, and the photo shared with it as the chat shows it (its caption)."""
-    text = turn["text"].strip()
-    if turn.get("blip_caption"):
-        text += f" [shares {turn['blip_caption'].strip()}]"
-    return text
+def search(ws: Workspace, conv: md.Conversation, q: md.Question) -> tuple[list[Memory], float]:
+    started = time.perf_counter()
+    found = ws.memory.search(q.text, k=10, tier="channel", scope=conv.id, now=q.asked_at)
+    return found, (time.perf_counter() - started) * 1000
 
 
-def questions(sample: dict, turn_ids: set[str]) -> list[Question]:
-    """Answerable questions of categories 1-4; evidence ids normalized ('D:11:26', 'D8:6;
-    D9:17'), unknown ids dropped, questions left without evidence skipped."""
-    out = []
-    for qa in sample["qa"]:
-        if qa["category"] not in CATEGORIES:
-            continue
-        ids = {f"D{a}:{b}" for e in qa["evidence"] for a, b in _DIA.findall(e)}
-        ids &= turn_ids
-        if ids:
-            out.append(Question(qa["question"], qa["category"], frozenset(ids)))
-    return out
+def retrieve(ws: Workspace, conv: md.Conversation, q: md.Question) -> tuple[list[Memory], float]:
+    ctx = ws.memory.retrieve_for_turn(
+        q.text, session_id=f"{conv.id}:eval", channel=conv.id, k=10, now=q.asked_at,
+        refresh=False,
+    )  # fmt: skip
+    return ctx.entries, ctx.diagnostics["load_memory_ms"]
+
+
+WRITE: dict[str, Callable[[Workspace, md.Conversation], None]] = {
+    "public": add_turns,
+    "chat": persist_turns,
+}
+ASK = {"public": search, "chat": retrieve}
 
 
 def settings_hash(embed: bool, llm_model: str | None) -> str:
     """Everything that changes what gets written: the write path's code and the settings."""
-    repo, memory = store.MemoryRepository, facade.AgentMemoryFacade
-    code = [extract, models.MemorySource, models.Observation, store.MemoryDraft]
-    code += [repo.write, repo._find_existing, repo._insert, repo._update, repo.latest_turn]
-    code += [memory.persist_turn, memory._prepare, memory._drafts, memory._said_before]
-    code += [memory._draft, memory._place]
-    parts = [inspect.getsource(c) for c in code]
-    parts += [inspect.getsource(turn_text), str(TURN_SECONDS), str(embed), str(llm_model)]
+    code: list = [extract, derive, memory_writing, models, upsert, places.MemoryPlaces]
+    code += [store.MemoryRepository.latest_turns]
+    code += [facade.AgentMemoryFacade.add, facade.AgentMemoryFacade.persist_turn]
+    code += [add_turns, persist_turns]
+    parts = [inspect.getsource(c) for c in code] + [str(embed), str(llm_model)]
     return hashlib.blake2b("\n".join(parts).encode(), digest_size=6).hexdigest()
 
 
@@ -126,187 +136,299 @@ def open_workspace(folder: Path, *, embed: bool, llm: dict) -> Workspace:
     return ws
 
 
-def build(ws: Workspace, channel: str, conv: list[Session]) -> float:
-    """Persist every turn as a chat would, then wait for the background writer."""
-    started = time.perf_counter()
-    for session in conv:
-        for i, turn in enumerate(session.turns):
-            ws.memory.persist_turn(
-                turn_text(turn),
-                session_id=f"{channel}:{session.id}",
-                channel=channel,
-                turn_id=turn["dia_id"],
-                at=session.at + dt.timedelta(seconds=i * TURN_SECONDS),
-                user_name=turn["speaker"],
-                tier="channel",
-            )
-    ws.memory.flush()
-    return time.perf_counter() - started
+# --- scoring -----------------------------------------------------------------------------
 
 
-@dataclass
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def held_turns(memory: Memory, turns: dict[str, md.Turn]) -> list[str]:
+    """The turns a memory really holds: those its provenance names whose text (one of its
+    sentences, verbatim) it contains; without provenance, the turn whose line it is."""
+    text = _norm(memory.text)
+    if not memory.source.turns:
+        return [t.id for t in turns.values() if _norm(f"{t.speaker}: {t.text}") == text]
+    held = []
+    for turn_id in memory.source.turns:
+        turn = turns.get(turn_id)
+        if turn is not None and any(
+            _norm(s)[:60] in text for s in extract.sentences(turn.text) or [turn.text]
+        ):
+            held.append(turn_id)
+    return held
+
+
+@dataclass(frozen=True)
 class Scored:
-    category: int
+    dataset: str
+    conversation: str
+    door: str
+    category: str
     r5: float
     r10: float
+    strict5: float
+    strict10: float
     all10: bool
-    wall_ms: float
-    cpu_ms: float
+    ms: float
     cached_ms: float
+    signature: tuple  # what the top 10 hold, comparable across the doors' databases
+    unheld: int  # provenance claims whose text the memory does not hold
 
 
-def ask(ws: Workspace, channel: str, qs: list[Question], now: dt.datetime) -> Iterator[Scored]:
-    """Each question twice: cold (the query is embedded inside the timing), then as in a
-    real turn, where the TurnPreparer's select has already embedded the same question."""
-    for q in qs:
-        cpu = time.process_time()
-        ctx = ws.memory.retrieve_for_turn(
-            q.text, session_id=f"{channel}:eval", channel=channel, k=10, now=now, refresh=False
-        )
-        cpu_ms = (time.process_time() - cpu) * 1000
-        cached = ws.memory.retrieve_for_turn(
-            q.text, session_id=f"{channel}:eval", channel=channel, k=10, now=now, refresh=False
-        )
-        found5: set[str] = set()
-        found10: set[str] = set()
-        for rank, memory in enumerate(ctx.entries[:10]):
-            turns = set(memory.source.turns)
-            found10 |= turns
-            if rank < 5:
-                found5 |= turns
-        n = len(q.evidence)
-        yield Scored(
-            q.category,
-            len(q.evidence & found5) / n,
-            len(q.evidence & found10) / n,
-            q.evidence <= found10,
-            ctx.diagnostics["load_memory_ms"],
-            cpu_ms,
-            cached.diagnostics["load_memory_ms"],
-        )
+def score(found: list[Memory], q: md.Question, turns: dict[str, md.Turn]) -> dict:
+    loose: list[set[str]] = [set(), set()]
+    strict: list[set[str]] = [set(), set()]
+    unheld = 0
+    for rank, memory in enumerate(found[:10]):
+        held = held_turns(memory, turns)
+        unheld += len(memory.source.turns) - len(held) if memory.source.turns else 0
+        new = [t for t in held if t in q.evidence and t not in strict[1]]
+        for i, depth in enumerate((5, 10)):
+            if rank < depth:
+                loose[i] |= set(held)
+                if new:
+                    strict[i].add(new[0])
+    n = len(q.evidence)
+    return {
+        "r5": len(q.evidence & loose[0]) / n,
+        "r10": len(q.evidence & loose[1]) / n,
+        "strict5": len(strict[0]) / n,
+        "strict10": len(strict[1]) / n,
+        "all10": q.evidence <= loose[1],
+        "signature": tuple((m.text, m.source.turns) for m in found[:10]),
+        "unheld": unheld,
+    }
 
 
-def table(results: list[Scored]) -> dict[str, dict[str, float]]:
-    rows: dict[str, dict[str, float]] = {}
-    groups = [(CATEGORIES[c], [r for r in results if r.category == c]) for c in CATEGORIES]
-    for name, group in [*groups, ("overall", results)]:
-        if group:
-            rows[name] = {
-                "n": len(group),
-                "r5": sum(r.r5 for r in group) / len(group),
-                "r10": sum(r.r10 for r in group) / len(group),
-                "all10": sum(r.all10 for r in group) / len(group),
-            }
+def ask(door: str, ws: Workspace, ds: md.Dataset, conv: md.Conversation) -> Iterator[Scored]:
+    """Each question twice: cold (the query embedded inside the timing), then with its
+    vector already computed (select embedded it first, as in a real turn)."""
+    turns = conv.turns
+    for q in conv.questions:
+        found, ms = ASK[door](ws, conv, q)
+        _, cached_ms = ASK[door](ws, conv, q)
+        yield Scored(ds.name, conv.id, door, q.category, ms=ms, cached_ms=cached_ms,
+                     **score(found, q, turns))  # fmt: skip
+
+
+# --- plain baselines --------------------------------------------------------------------
+
+PLAIN_STOP = set("a an the of in on and or to for with by is are was were be as at from that this"
+                 " it its not no".split())  # fmt: skip
+
+
+def plain_baselines(
+    embedder: Embedder | None, ds: md.Dataset, conv: md.Conversation
+) -> Iterator[Scored]:
+    """What the targets are stated against: plain FTS5 bm25 (an OR of the question's terms)
+    and plain RRF (k=60) of it and exact MiniLM, 100 deep each, over the raw turns."""
+    turns = list(conv.turns.values())
+    lines = [f"{t.speaker}: {t.text}" for t in turns]
+    db = sqlite3.connect(":memory:")
+    db.execute(
+        "CREATE VIRTUAL TABLE f USING fts5(body, tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    db.executemany("INSERT INTO f(rowid, body) VALUES (?, ?)", enumerate(lines))
+    matrix = embedder.encode(lines) if embedder is not None else None
+    as_memory = [
+        Memory(id=str(i), tier="channel", scope=conv.id, kind="episodic", text=line,
+               created_at=0, updated_at=0, last_accessed=0,
+               source=models.MemorySource(turns=(turns[i].id,)))
+        for i, line in enumerate(lines)
+    ]  # fmt: skip
+    for q in conv.questions:
+        terms = [t for t in re.findall(r"\w+", q.text.lower()) if t not in PLAIN_STOP]
+        match = " OR ".join(f'"{t}"' for t in terms) or '""'
+        sql = "SELECT rowid FROM f WHERE f MATCH ? ORDER BY bm25(f) LIMIT 100"
+        lex = [r[0] for r in db.execute(sql, (match,))]
+        ranked = {"fts5": lex}
+        if matrix is not None:
+            sims = matrix @ embedder.encode_query(q.text)  # type: ignore[union-attr]
+            vec = [int(i) for i in np.argsort(-sims)[:100]]
+            fused: dict[int, float] = {}
+            for run in (lex, vec):
+                for rank, i in enumerate(run):
+                    fused[i] = fused.get(i, 0.0) + 1 / (60 + rank + 1)
+            ranked["rrf"] = sorted(fused, key=lambda i: -fused[i])
+        for name, run in ranked.items():
+            found = [as_memory[i] for i in run[:10]]
+            yield Scored(ds.name, conv.id, name, q.category, ms=0.0, cached_ms=0.0,
+                         **score(found, q, conv.turns))  # fmt: skip
+
+
+# --- report ------------------------------------------------------------------------------
+
+METRICS = ("r5", "r10", "strict5", "strict10", "all10")
+
+
+def table(results: list[Scored], key: Callable[[Scored], str]) -> dict[str, dict[str, float]]:
+    groups: dict[str, list[Scored]] = {}
+    for r in results:
+        groups.setdefault(key(r), []).append(r)
+    rows = {name: _row(group) for name, group in sorted(groups.items())}
+    if results:
+        rows["overall"] = _row(results)
     return rows
+
+
+def _row(group: list[Scored]) -> dict[str, float]:
+    return {"n": len(group), **{m: sum(getattr(r, m) for r in group) / len(group) for m in METRICS}}
+
+
+def side_by_side(title: str, tables: dict[str, dict[str, dict[str, float]]]) -> None:
+    doors = list(tables)
+    print(f"\n{title}")
+    head = "".join(f" | {d:^34}" for d in doors)
+    print(f"  {'':<22} {'n':>5}{head}")
+    print(f"  {'':<28}" + " | R@5    R@10   sR@5   sR@10  all10" * len(doors))
+    names = list(dict.fromkeys(n for t in tables.values() for n in t))
+    for name in names:
+        rows = [tables[d].get(name) for d in doors]
+        n = next(int(r["n"]) for r in rows if r)
+        cells = "".join(
+            " | " + "  ".join(f"{r[m]:.3f}" for m in METRICS) if r else " | " + " " * 34
+            for r in rows
+        )
+        print(f"  {name:<22} {n:>5}{cells}")
+
+
+def agreement(results: list[Scored]) -> tuple[bool, float, float]:
+    """(every category's R@5 and R@10 within AGREEMENT, the largest gap, the share of
+    questions whose top 10 hold exactly the same memories through both doors)."""
+    by_door = {d: [r for r in results if r.door == d] for d in DOORS}
+    if not all(by_door.values()):
+        return True, 0.0, 1.0
+    tables = {d: table(rs, lambda r: r.category) for d, rs in by_door.items()}
+    gap = max(
+        abs(tables["public"][c][m] - tables["chat"][c][m])
+        for c in tables["public"]
+        for m in ("r5", "r10")
+    )
+    same = [a.signature == b.signature for a, b in zip(*by_door.values(), strict=True)]
+    return gap <= AGREEMENT, gap, sum(same) / len(same)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--limit-conversations", type=int, default=None)
+    parser.add_argument("--doors", default=",".join(DOORS))
+    parser.add_argument("--sets", default=None, help="layouts to run (default: all found)")
+    parser.add_argument("--conversations", default=None, help="only these ids (comma-separated)")
+    parser.add_argument("--limit", type=int, default=None, help="conversations per set")
+    parser.add_argument("--plain", action="store_true", help="also plain FTS5 and RRF baselines")
     parser.add_argument("--no-embed", action="store_true", help="token recall only, no model")
     parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--cache", type=Path, default=CACHE)
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--llm-model", default=None, help="litellm model for fact extraction")
     parser.add_argument("--llm-api-base", default=None)
     parser.add_argument(
-        "--torch-threads",
-        type=int,
-        default=1,
-        help="intra-op threads for the query embedding (0: torch's default). One query at a"
-        " time gains nothing from two; on a shared 2-core machine a 2-thread pool stalls"
-        " behind other processes (150-500 ms per query instead of ~20 ms)",
-    )
+        "--torch-threads", type=int, default=1,
+        help="intra-op threads for the query embedding (0: torch's default): one query at a"
+        " time gains nothing from two, and on a shared 2-core machine a pool stalls",
+    )  # fmt: skip
     args = parser.parse_args()
-    if args.torch_threads and not args.no_embed:
+    embed = not args.no_embed
+    if args.torch_threads and embed:
         import torch
 
         torch.set_num_threads(args.torch_threads)
-    if not LOCOMO.exists():
-        sys.exit(f"LoCoMo data not found at {LOCOMO}")
-    embed = not args.no_embed
+    doors = [d for d in args.doors.split(",") if d]
+    wanted = set(args.conversations.split(",")) if args.conversations else None
     llm = {"llm_model": args.llm_model, "llm_api_base": args.llm_api_base}
     llm = {k: v for k, v in llm.items() if v}
-    data = json.loads(LOCOMO.read_text(encoding="utf-8"))[: args.limit_conversations]
     key = settings_hash(embed, args.llm_model)
-    account = Path(tempfile.mkdtemp(prefix="vaultctx-locomo-account-"))
-    os.environ["VAULTCTX_ACCOUNT_DIR"] = str(account)
+    os.environ["VAULTCTX_ACCOUNT_DIR"] = account = tempfile.mkdtemp(prefix="vaultctx-eval-")
+    datasets = [
+        ds for ds in md.find_datasets(args.data) if args.sets is None or ds.name in args.sets
+    ]
+    if not datasets:
+        sys.exit(f"no conversational memory data set found under {args.data}")
     results: list[Scored] = []
-    built_s = 0.0
-    memories = 0
-    for sample in data:
-        channel = sample["sample_id"]
-        conv = sessions(sample["conversation"])
-        turn_ids = {t["dia_id"] for s in conv for t in s.turns}
-        folder = CACHE / key / channel
-        if args.rebuild or not (folder / "done").exists():
-            shutil.rmtree(folder, ignore_errors=True)
-            with open_workspace(folder, embed=embed, llm=llm) as ws:
-                seconds = build(ws, channel, conv)
-                errors = ws.memory.stats["errors"]
-            built_s += seconds
-            print(f"  built {channel}: {len(turn_ids)} turns in {seconds:.0f}s, errors {errors}")
-            (folder / "done").write_text(key)
-        with open_workspace(folder, embed=embed, llm=llm) as ws:
-            memories += ws.memory.repo.count()
-            now = conv[-1].at + dt.timedelta(days=1)
-            ws.memory.retrieve_for_turn("hello", session_id="warm", channel=channel, now=now)
-            scored = list(ask(ws, channel, questions(sample, turn_ids), now))
-            path = ws.memory.retrieve_for_turn(
-                "hello", session_id="warm", channel=channel, now=now, refresh=False
-            ).diagnostics["retrieval_path"]
-        results += scored
-        row = table(scored)["overall"]
-        print(
-            f"  {channel}: {int(row['n'])} questions  R@5 {row['r5']:.3f}  R@10 {row['r10']:.3f}"
-            f"  all@10 {row['all10']:.3f}"
-        )
+    plain: list[Scored] = []
+    embedder = Embedder() if embed and args.plain else None
+    built_s = {d: 0.0 for d in doors}
+    for ds in datasets:
+        convs = [c for c in ds.conversations if c.questions and (not wanted or c.id in wanted)]
+        convs = convs[: args.limit]
+        asked = sum(len(c.questions) for c in convs)
+        print(f"{ds.name} ({ds.path.name}): {len(convs)} conversations, {asked} questions,"
+              f" {ds.skipped} skipped")  # fmt: skip
+        for conv in convs:
+            for door in doors:
+                folder = args.cache / key / door / ds.name / conv.id
+                if args.rebuild or not (folder / "done").exists():
+                    shutil.rmtree(folder, ignore_errors=True)
+                    with open_workspace(folder, embed=embed, llm=llm) as ws:
+                        started = time.perf_counter()
+                        WRITE[door](ws, conv)
+                        built_s[door] += time.perf_counter() - started
+                        assert ws.memory.stats["errors"] == 0, ws.memory.stats
+                    (folder / "done").write_text(key)
+                with open_workspace(folder, embed=embed, llm=llm) as ws:
+                    ws.memory.search("hello", k=1)  # warm: model, mirror
+                    results += ask(door, ws, ds, conv)
+            if args.plain:
+                plain += plain_baselines(embedder, ds, conv)
+            line = "  ".join(
+                f"{door} R@5 {row['r5']:.3f} R@10 {row['r10']:.3f} sR@10 {row['strict10']:.3f}"
+                for door in doors
+                if (
+                    row := _row(
+                        [r for r in results if r.conversation == conv.id and r.door == door]
+                    )
+                )
+            )
+            print(f"  {conv.id}: {len(conv.questions)} questions  {line}", flush=True)
     shutil.rmtree(account, ignore_errors=True)
+    report(results, plain, doors, datasets, built_s)
 
-    rows = table(results)
-    wall = [r.wall_ms for r in results]
-    cpu = [r.cpu_ms for r in results]
-    print(f"\nLoCoMo evidence recall ({len(data)} conversations, {memories} memories, {path}):")
-    print(f"  {'category':<12} {'n':>5} {'R@5':>7} {'R@10':>7} {'all@10':>7}")
-    for name, row in rows.items():
-        print(
-            f"  {name:<12} {int(row['n']):>5} {row['r5']:>7.3f} {row['r10']:>7.3f}"
-            f" {row['all10']:>7.3f}"
-        )
-    warm = [r.cached_ms for r in results]
-    p50, p95 = percentile(wall, 50), percentile(wall, 95)
-    print(f"  load_memory_ms p50 {p50:.2f}  p95 {p95:.2f}  (query embedded inside)")
-    print(f"  cpu ms per turn p50 {percentile(cpu, 50):.2f}  p95 {percentile(cpu, 95):.2f}")
-    print(
-        f"  load_memory_ms with the query vector from select p50 {percentile(warm, 50):.2f}"
-        f"  p95 {percentile(warm, 95):.2f}"
-    )
-    overall = rows["overall"]
-    if embed and not args.llm_model:
-        print("targets (deterministic path):")
-        check("evidence R@5", overall["r5"], TARGETS["r5"], higher_is_better=True)
-        check("evidence R@10", overall["r10"], TARGETS["r10"], higher_is_better=True)
-        check("load_memory_ms p50", p50, TARGETS["p50_ms"], higher_is_better=False)
-    emit_figures(
-        "memory_eval",
-        {
-            "conversations": len(data),
-            "questions": len(results),
-            "memories": memories,
-            "retrieval_path": path,
-            "extractor": args.llm_model or "deterministic",
-            "build_s": round(built_s, 1),
-            **{
-                f"{name}_{metric}": round(row[metric], 4)
-                for name, row in rows.items()
-                for metric in ("r5", "r10", "all10")
-            },
-            "load_memory_ms_p50": round(p50, 3),
-            "load_memory_ms_p95": round(p95, 3),
-            "load_memory_ms_cached_p50": round(percentile(warm, 50), 3),
-            "load_memory_ms_cached_p95": round(percentile(warm, 95), 3),
-            "cpu_ms_p50": round(percentile(cpu, 50), 3),
-            "cpu_ms_p95": round(percentile(cpu, 95), 3),
-        },
-    )
+
+def report(
+    results: list[Scored], plain: list[Scored], doors: list[str], datasets: list[md.Dataset],
+    built_s: dict[str, float],
+) -> None:  # fmt: skip
+    figures: dict[str, float | int | str | bool] = {}
+    for ds in datasets:
+        mine = [r for r in results + plain if r.dataset == ds.name]
+        by_door = {d: [r for r in mine if r.door == d] for d in (*doors, "fts5", "rrf")}
+        by_door = {d: rs for d, rs in by_door.items() if rs}
+        cats = {d: table(rs, lambda r: r.category) for d, rs in by_door.items()}
+        side_by_side(f"{ds.name}: evidence recall by category", cats)
+        if len({r.conversation for r in mine}) > 1:
+            convs = {d: table(rs, lambda r: r.conversation) for d, rs in by_door.items()}
+            side_by_side(f"{ds.name}: by conversation", convs)
+        for door, rows in cats.items():
+            for name, row in rows.items():
+                for metric in METRICS:
+                    figures[f"{ds.name}_{door}_{name}_{metric}"] = round(row[metric], 4)
+    unheld = sum(r.unheld for r in results)
+    print(f"\nprovenance claims a memory's text does not hold: {unheld}")
+    ok, gap, same = agreement(results)
+    print(f"doors agree within {AGREEMENT}: {'yes' if ok else 'NO'} (largest gap {gap:.4f};"
+          f" identical top 10 for {same:.1%} of questions)")  # fmt: skip
+    for door in doors:
+        mine = [r for r in results if r.door == door]
+        cold = [r.ms for r in mine]
+        warm = [r.cached_ms for r in mine]
+        print(f"{door}: ms p50 {percentile(cold, 50):.2f} p95 {percentile(cold, 95):.2f}"
+              f"  with the query vector computed p50 {percentile(warm, 50):.2f}"
+              f" p95 {percentile(warm, 95):.2f}  build {built_s[door]:.0f}s")  # fmt: skip
+        figures[f"{door}_ms_p50"] = round(percentile(cold, 50), 3)
+        figures[f"{door}_cached_ms_p50"] = round(percentile(warm, 50), 3)
+    locomo = [r for r in results if r.dataset == "locomo" and r.door == "public"]
+    if locomo:
+        rows = table(locomo, lambda r: r.category)
+        print("targets (LoCoMo, public door):")
+        check("R@5", rows["overall"]["r5"], TARGETS["r5"], higher_is_better=True)
+        check("R@10", rows["overall"]["r10"], TARGETS["r10"], higher_is_better=True)
+        for cat in ("multi-hop", "open-domain"):
+            if cat in rows:
+                check(f"{cat} R@10", rows[cat]["r10"], TARGETS[f"{cat}_r10"],
+                      higher_is_better=True)  # fmt: skip
+        check("doors' largest gap", gap, AGREEMENT, higher_is_better=False)
+    figures |= {"doors_gap": round(gap, 4), "doors_identical_top10": round(same, 4)}
+    emit_figures("memory_eval", {"unheld": unheld, **figures})
 
 
 if __name__ == "__main__":

@@ -37,9 +37,13 @@ def test_mcp_tools_select_and_read_notes_read_only(make_vault: Callable[..., Pat
     vault = make_vault(NOTES)
     with Workspace.open(vault, {"embed": False}) as ws:
         ws.index()
+        ws.memory.add("They support LGBTQ+ folks.", tier="channel", scope="c", speaker="Gina")
 
     async def steps(client: Client) -> dict:
         tools = (await client.list_tools()).tools
+        in_channel = await client.call_tool(
+            "memory_search", {"query": "LGBTQ", "tier": "channel", "scope": "c"}
+        )
         selected = await client.call_tool("select", {"query": "varroa mites", "k": 3})
         by_alias = await client.call_tool("read_note", {"note": "mites"})
         missing = await client.call_tool("read_note", {"note": "No Such Note"})
@@ -52,6 +56,7 @@ def test_mcp_tools_select_and_read_notes_read_only(make_vault: Callable[..., Pat
             "select": selected,
             "read": by_alias,
             "missing": missing,
+            "in_channel": in_channel,
         }
 
     result = run_session(vault, steps)
@@ -78,7 +83,10 @@ def test_mcp_tools_select_and_read_notes_read_only(make_vault: Callable[..., Pat
     assert context.structured_content["token_count"] <= 100
     assert context.structured_content["items"][0]["path"] == "Hives/Varroa.md"
     assert not result["memories"].is_error
-    assert result["memories"].structured_content["memories"] == []
+    assert result["memories"].structured_content["memories"] == []  # not in the vault's tiers
+    found = result["in_channel"].structured_content["memories"]
+    assert found[0]["text"] == "Gina: They support LGBTQ+ folks."
+    assert {(m["tier"], m["scope"]) for m in found} == {("channel", "c")}
 
 
 TWINS = {

@@ -78,3 +78,23 @@ def test_a_real_model_recalls_a_paraphrase_token_recall_misses(tmp_path, model):
         assert ctx.diagnostics["retrieval_path"] == "hybrid_rrf"
         again = mem.add("Caroline adopted a puppy in the spring.")
         assert again.id == fact.id  # near-duplicate by embedding: merged
+
+
+def test_memory_add_of_conversation_turns_is_searched_like_a_chat(vault):
+    turns = [("Jon", "What made you pick that agency?"), ("Gina", "They support LGBTQ+ folks.")]
+    for i, (speaker, text) in enumerate(turns, start=1):
+        run("memory", "add", text, "--tier", "channel", "--scope", "c", "--speaker", speaker,
+            "--session", "s1", "--turn", f"t{i}", "--at", "2023-05-08", "-V", vault)  # fmt: skip
+    query = ["why did Gina pick the agency", "--tier", "channel", "--scope", "c", "--json"]
+    found = json.loads(run("memory", "search", *query, "-V", vault).stdout)["memories"]
+    exchange = "Jon: What made you pick that agency?\nGina: They support LGBTQ+ folks."
+    assert exchange in [m["text"] for m in found[:2]]  # beside the session's arc
+    assert all(m["source"]["turns"] == ["t1", "t2"] for m in found[:2])
+    assert found[0]["created_at"].startswith("2023-05-08")
+
+
+def test_a_date_that_is_not_one_is_a_clear_error(vault):
+    result = CliRunner().invoke(cli, ["memory", "add", "x", "--at", "last tuesday", "-V", vault])
+    assert result.exit_code != 0
+    assert "not a date" in result.output
+    assert json.loads(run("memory", "list", "-V", vault, "--json").stdout) == []

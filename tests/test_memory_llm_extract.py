@@ -89,3 +89,14 @@ def test_a_workspace_with_a_model_configured_extracts_with_it(tmp_path, llm_serv
     with Workspace.open(vault, {"embed": False}) as ws:
         assert ws.memory.extractor.name == "deterministic"
         assert ws.memory.search("anything", tier=Tier.WORKSPACE) == []
+
+
+def test_a_turn_added_through_the_public_api_is_extracted_by_the_model_too(tmp_path, llm_server):
+    llm_server.script(Reply(content=json.dumps(FACTS)))
+    with facade(tmp_path, llm_server) as mem:
+        own = mem.add("Ana: I moved to Porto last year.", tier="channel", scope="c",
+                      created_at=AT, speaker="Ana", session="s1", turn="D1:3")  # fmt: skip
+        found = mem.search("When did Ana move to Porto?", tier="channel", scope="c")
+    assert own.text == "Ana: I moved to Porto last year." and own.source.origin == "llm"
+    assert "Ana moved to Porto in 2022." in [m.text for m in found[:3]]
+    assert "I moved to Porto last year." in llm_server.requests[0].text

@@ -340,3 +340,20 @@ def test_memory_add_then_search(server: LocalServer) -> None:
     assert status == 200
     assert by_get["memories"][0]["id"] == added["id"]
     assert call(server, "POST", "/memory/add", {"text": "x", "tier": "nowhere"})[0] == 422
+
+
+def test_memory_turns_over_http_are_ranked_as_the_api_ranks_them(
+    server: LocalServer, workspace: Workspace
+) -> None:
+    for i, (speaker, text) in enumerate(
+        [("Jon", "What made you pick that agency?"), ("Gina", "They support LGBTQ+ folks.")]
+    ):
+        body = {"text": text, "tier": "channel", "scope": "c", "speaker": speaker,
+                "session": "s1", "turn": f"t{i}", "created_at": "2023-05-08"}  # fmt: skip
+        status, _, added = call(server, "POST", "/memory/add", body)
+        assert status == 200 and added["text"] == f"{speaker}: {text}"
+    query = {"query": "why did Gina pick the agency", "tier": "channel", "scope": "c"}
+    _, _, found = call(server, "POST", "/memory/search", query)
+    ids = [m["id"] for m in found["memories"]]
+    assert found["memories"][0]["source"]["turns"] == ["t0", "t1"]
+    assert ids == [m.id for m in workspace.memory.search(query["query"], tier="channel", scope="c")]

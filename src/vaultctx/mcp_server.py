@@ -90,10 +90,13 @@ def create_mcp_server(workspace: Workspace, *, use_vectors: bool = True) -> MCPS
         return {"path": ws.touch(note), "touched": True}
 
     @server.tool(title="Search memories", annotations=READ_ONLY)
-    def memory_search(query: str, k: int = 10) -> dict[str, Any]:
+    def memory_search(
+        query: str, k: int = 10, tier: str | None = None, scope: str | None = None
+    ) -> dict[str, Any]:
         """Facts, events and preferences remembered about this vault and its user, ranked
-        for `query`."""
-        memories = ws.memory.search(query, k=max(1, min(k, 100)))
+        for `query` — or only those of one `tier` (conversation, channel, workspace,
+        account) and `scope` (its session, channel, vault or user id)."""
+        memories = ws.memory.search(query, k=max(1, min(k, 100)), tier=tier, scope=scope)
         return {"query": query, "memories": [m.to_dict() for m in memories]}
 
     return server

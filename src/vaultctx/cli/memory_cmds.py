@@ -72,14 +72,24 @@ def search(query: str, vault: str, tier: str | None, scope: str | None, k: int,
 @vault_option
 @click.option("--tier", type=TIERS, default="workspace", show_default=True)
 @click.option("--scope", help="Session or channel id (needed for those tiers).")
-@click.option("--kind", type=KINDS, default="semantic", show_default=True)
+@click.option("--kind", type=KINDS, help="Default: semantic (episodic for a turn).")
 @click.option("--importance", type=click.FloatRange(0, 1), help="Default: a heuristic.")
+@click.option("--speaker", help="TEXT is a turn this person said in a conversation.")
+@click.option("--session", help="The conversation session the turn belongs to.")
+@click.option("--turn", help="The turn's id in its session.")
+@click.option("--at", "created_at", help="When it was said or learnt (ISO 8601; default now).")
 @json_option
-def add(text: str, vault: str, tier: str, scope: str | None, kind: str,
-        importance: float | None, as_json: bool) -> None:  # fmt: skip
-    """Remember TEXT (merged into an existing memory if it says the same)."""
+def add(text: str, vault: str, tier: str, scope: str | None, kind: str | None,
+        importance: float | None, speaker: str | None, session: str | None,
+        turn: str | None, created_at: str | None, as_json: bool) -> None:  # fmt: skip
+    """Remember TEXT (merged into an existing memory if it says the same). With --speaker
+    or --session, TEXT is a conversation turn: its facts, the exchange with the turn before
+    it and the session's arc are remembered too, as for a chat turn."""
     with open_workspace(vault) as ws:
-        mem = ws.memory.add(text, tier=tier, scope=scope, kind=kind, importance=importance)
+        mem = ws.memory.add(
+            text, tier=tier, scope=scope, kind=kind, importance=importance, speaker=speaker,
+            session=session, turn=turn, created_at=created_at,
+        )  # fmt: skip
     if as_json:
         emit_json(mem.to_dict())
     else:

@@ -27,14 +27,19 @@ if TYPE_CHECKING:
 MAX_FACT_WORDS = 60
 LLM_EXTRACT_TIMEOUT = 30.0  # seconds: extraction runs in the background writer
 MAX_ARC_POINTS = 8
+EXCHANGE_CONTEXT = 2  # turns said before a turn that its exchange holds
+ARC_KEY = "arc:"  # a session's arc is keyed ARC_KEY + its session id
 THEME_COUNT = 5
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[^\W\d_][\w'-]*")
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|mine|me)\b", re.I)
 _WE = re.compile(r"\b(we|our|ours|we're|we've)\b", re.I)
+# A rule tells the assistant how to behave: an imperative ("Never use emoji", "From now on…")
+# or a stated preference. "Pets never let us down" is a fact, not a rule.
 _PREFERENCE = re.compile(
-    r"\b(always|never|from now on|prefer|i'd rather|i would rather|don't ever|do not ever|"
+    r"^\W*(always|never|from now on|don't ever|do not ever)\b|"
+    r"\b(i prefer|i'd prefer|i would prefer|i'd rather|i would rather|"
     r"please (?:answer|reply|respond|write|use|keep|avoid|format|be)|"
     r"(?:answer|reply|respond|write) (?:in|with|using))\b",
     re.I,
@@ -61,7 +66,7 @@ class Turn:
     assistant: str = ""
     channel: str | None = None
     turn_id: str | None = None
-    user_name: str = "User"
+    user_name: str = "User"  # "": unknown (an app's turn without a speaker)
     assistant_name: str = "Assistant"
     paths: tuple[str, ...] = field(default_factory=tuple)
 
@@ -167,7 +172,7 @@ class DeterministicExtractor:
                 Observation(
                     kind=MemoryKind.EPISODIC,
                     text=raw,
-                    summary=f"{turn.day}, {turn.user_name}: {summarize(turn.user, 120)}",
+                    summary=f"{turn.day}, {named(turn.user_name, summarize(turn.user, 120))}",
                     themes=themes(raw),
                     importance=importance(turn.user, MemoryKind.EPISODIC),
                     reach="turn",
@@ -187,7 +192,7 @@ class DeterministicExtractor:
                 )
             elif is_fact(sentence):
                 personal = bool(_FIRST_PERSON.search(sentence))
-                text = f"{turn.user_name}: {sentence}"
+                text = named(turn.user_name, sentence)
                 out.append(
                     Observation(
                         kind=MemoryKind.SEMANTIC,
@@ -254,7 +259,7 @@ def _observation(memory: ExtractedMemory, turn: Turn) -> Observation:
     else:
         kind, reach = MemoryKind.SEMANTIC, "personal" if memory.personal else "shared"
         if turn.user_name.lower() not in text.lower():
-            text = f"{turn.user_name}: {text}"
+            text = named(turn.user_name, text)
     return Observation(
         kind=kind,
         text=text,
@@ -265,20 +270,33 @@ def _observation(memory: ExtractedMemory, turn: Turn) -> Observation:
     )
 
 
+def named(name: str, text: str) -> str:
+    """'Name: text', or the text alone when the speaker is unknown."""
+    return f"{name}: {text}" if name else text
+
+
+def unprefixed(text: str, speaker: str | None) -> str:
+    """What `speaker` said, from a text that may already start with 'Speaker: '."""
+    if speaker and text[: len(speaker) + 1].lower() == f"{speaker.lower()}:":
+        return text[len(speaker) + 1 :].strip()
+    return text
+
+
 def said(turn: Turn) -> str:
     """A one-speaker turn as the raw-turn memory holds it: 'Name: text'."""
-    return f"{turn.user_name}: {turn.user.strip()}"
+    return named(turn.user_name, turn.user.strip())
 
 
-def exchange(before: str, turn: Turn) -> Observation:
-    """The turn said before this one and this one, together: an answer rarely names what it
-    answers ("I chose them because…"), and a remark's point is often in the reply to it.
-    Only for one-speaker turns (a turn with its reply already holds its exchange)."""
-    text = f"{before}\n{said(turn)}"
+def exchange(before: Sequence[str], turn: Turn) -> Observation:
+    """The turns said just before this one and this one, together: an answer rarely names
+    what it answers ("I chose them because…"), and a remark's point is often in the reply
+    to it. Only for one-speaker turns (a turn with its reply already holds its exchange)."""
+    text = "\n".join([*before, said(turn)])
+    who = f"{turn.user_name} replies".strip()
     return Observation(
         kind=MemoryKind.EPISODIC,
         text=text,
-        summary=f"{turn.day}, {turn.user_name} replies: {summarize(turn.user, 120)}",
+        summary=f"{turn.day}, {named(who, summarize(turn.user, 120))}",
         themes=themes(text),
         importance=importance(text, MemoryKind.EPISODIC),
         reach="turn",
@@ -297,7 +315,8 @@ def extend_arc(previous: Memory | None, turn: Turn, points: Sequence[str] = ()) 
     new_points = [*old_points, *(p for p in (point, *points) if p and p not in old_points)]
     new_points = new_points[-MAX_ARC_POINTS:]
     opening = previous.summary if previous is not None else f"{turn.day}: {point}"
-    text = f"Session of {opening.split(':', 1)[0]} with {turn.user_name}:\n" + "\n".join(
+    who = f" with {turn.user_name}" if turn.user_name else ""
+    text = f"Session of {opening.split(':', 1)[0]}{who}:\n" + "\n".join(
         f"- {p}" for p in new_points
     )
     return Observation(
@@ -307,7 +326,7 @@ def extend_arc(previous: Memory | None, turn: Turn, points: Sequence[str] = ()) 
         themes=themes(" ".join(new_points)),
         importance=max(0.5, previous.importance if previous else 0.0),
         reach="shared",
-        key=f"arc:{turn.session_id}",
+        key=f"{ARC_KEY}{turn.session_id}",
     )
 
 

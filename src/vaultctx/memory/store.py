@@ -1,197 +1,31 @@
 """`MemoryRepository`: memories in their own SQLite file (WAL), FTS5 over them, and vectors.
 
 Memories live beside the index but never in it: re-indexing a vault must not forget what
-the user said. Vectors are float32 blobs keyed by memory; an in-memory mirror of them (and of
-each memory's tier, scope and kind) answers nearest-neighbour searches with numpy and is kept
-in step by this process's writes, reloading only when another process wrote.
+the user said. Vectors are float32 blobs keyed by memory, searched through a `VectorMirror`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import sqlite3
 import threading
 import time
-import uuid
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from ..pipeline import lexical
-from ..pipeline.vectors import dot_rows
 from ..workspace.db import IndexDatabase
 from .migrations import migrate_memory
-from .models import Memory, MemoryKind, MemorySource, Tier
+from .mirror import Scope, VectorMirror
+from .models import Memory, MemoryKind, Tier
+from .rows import COLUMNS, memory_from_row, scope_filter
+from .upsert import DraftWriting
 
-# Facts and rules phrased this alike say the same thing: update rather than insert. Events
-# are never merged by similarity: two alike things that happened are still two events.
-MERGE_SIMILARITY = 0.93
 # bm25 weights of (text, summary, themes).
 FTS_WEIGHTS = (1.0, 0.5, 0.5)
-KIND_CODES = {kind: code for code, kind in enumerate(MemoryKind)}
-Scope = tuple[Tier, str]
-
-_COLUMNS = (
-    "rowid, id, tier, scope, kind, text, summary, themes, importance, created_at, updated_at,"
-    " last_accessed, access_count, source, mkey, deleted_at"
-)
-
-
-@dataclass(frozen=True)
-class MemoryDraft:
-    """A memory to write: what it says, where it goes, and when it was formed."""
-
-    tier: Tier
-    scope: str
-    kind: MemoryKind
-    text: str
-    summary: str
-    themes: tuple[str, ...]
-    importance: float
-    created_at: float
-    source: MemorySource = field(default_factory=MemorySource)
-    key: str | None = None
-    id: str | None = None  # keep an id (import); None: a new one
-    # True: `source` is the memory's whole provenance, replacing the old one on update (an
-    # arc that drops its oldest points no longer came from their turns); False: merged.
-    whole_source: bool = False
-
-    @property
-    def dedupe(self) -> str:
-        """Same kind, summary and themes: the same memory, whatever its wording."""
-        basis = "\x1f".join(
-            [self.kind.value, " ".join(self.summary.lower().split()), *sorted(self.themes)]
-        )
-        return hashlib.blake2b(basis.encode("utf-8"), digest_size=12).hexdigest()
-
-
-@dataclass(frozen=True)
-class WriteResult:
-    memory: Memory
-    merged: bool  # True: an existing memory was updated instead of a new one inserted
-
-
-class VectorMirror:
-    """Live memories' tier/scope buckets, kinds and vectors as numpy arrays.
-
-    Appends amortize like a list; a deleted row keeps its slot with bucket -1.
-    """
-
-    def __init__(self) -> None:
-        self.lock = threading.RLock()
-        self.generation: int | None = None  # None: not loaded
-        self._buckets: dict[Scope, int] = {}
-        self._rows: dict[int, int] = {}  # memory rowid -> row
-        self._n = 0
-        self._version = 0  # bumped by every put and drop: invalidates cached masks
-        self._masks: dict[tuple, np.ndarray] = {}
-        self.rowids = np.zeros(0, np.int64)
-        self.bucket = np.zeros(0, np.int32)
-        self.kind = np.zeros(0, np.int8)
-        self.has_vec = np.zeros(0, bool)
-        self.matrix = np.zeros((0, 0), np.float32)
-
-    @property
-    def size(self) -> int:
-        """Live memories mirrored."""
-        return len(self._rows)
-
-    def bucket_ids(self, scopes: Iterable[Scope]) -> np.ndarray:
-        return np.asarray([self._buckets[s] for s in scopes if s in self._buckets], np.int32)
-
-    def reset(self, generation: int) -> None:
-        self.__init__()  # type: ignore[misc]
-        self.generation = generation
-
-    def _grow(self, dim: int | None) -> None:
-        size = len(self.rowids)
-        if self._n >= size:
-            new = max(64, size * 2)
-            self.rowids = np.resize(self.rowids, new)
-            self.bucket = np.resize(self.bucket, new)
-            self.kind = np.resize(self.kind, new)
-            self.has_vec = np.concatenate([self.has_vec, np.zeros(new - size, bool)])
-            if self.matrix.shape[1]:
-                grown = np.zeros((new, self.matrix.shape[1]), np.float32)
-                grown[:size] = self.matrix
-                self.matrix = grown
-        if dim and self.matrix.shape[1] == 0:
-            self.matrix = np.zeros((len(self.rowids), dim), np.float32)
-
-    def put(self, rowid: int, scope: Scope, kind: MemoryKind, vector: np.ndarray | None) -> None:
-        self._version += 1
-        row = self._rows.get(rowid)
-        if row is None:
-            self._grow(None if vector is None else vector.shape[0])
-            row = self._n
-            self._n += 1
-            self._rows[rowid] = row
-        elif vector is not None:
-            self._grow(vector.shape[0])
-        self.rowids[row] = rowid
-        self.bucket[row] = self._buckets.setdefault(scope, len(self._buckets))
-        self.kind[row] = KIND_CODES[kind]
-        if vector is not None and vector.shape[0] == self.matrix.shape[1]:
-            self.matrix[row] = vector
-            self.has_vec[row] = True
-
-    def drop(self, rowid: int) -> None:
-        self._version += 1
-        row = self._rows.pop(rowid, None)
-        if row is not None:
-            self.bucket[row] = -1
-            self.has_vec[row] = False
-
-    def mask(self, scopes: Sequence[Scope], kinds: Sequence[MemoryKind]) -> np.ndarray:
-        """Rows of these scopes and kinds; cached until the mirror changes (every turn asks
-        the same few questions)."""
-        key = (tuple(scopes), tuple(kinds), self._version)
-        cached = self._masks.get(key)
-        if cached is not None:
-            return cached
-        n = self._n
-        codes = np.asarray([KIND_CODES[k] for k in kinds], np.int8)
-        mask = np.isin(self.bucket[:n], self.bucket_ids(scopes)) & np.isin(self.kind[:n], codes)
-        if len(self._masks) > 64:
-            self._masks.clear()
-        self._masks[key] = mask
-        return mask
-
-    def count(self, scopes: Sequence[Scope], kind: MemoryKind) -> int:
-        with self.lock:
-            return int(np.count_nonzero(self.mask(scopes, [kind])))
-
-    def vectors_in(self, scopes: Sequence[Scope]) -> int:
-        with self.lock:
-            return int(
-                np.count_nonzero(self.mask(scopes, list(MemoryKind)) & self.has_vec[: self._n])
-            )
-
-    def nearest(
-        self, query: np.ndarray, scopes: Sequence[Scope], kinds: Sequence[MemoryKind], k: int
-    ) -> list[tuple[int, float]]:
-        """Top-k (memory rowid, cosine) among memories of these scopes and kinds."""
-        with self.lock:
-            if self._n == 0 or self.matrix.shape[1] != query.shape[0]:
-                return []
-            n = self._n
-            mask = self.mask(scopes, kinds) & self.has_vec[:n]
-            rows = np.nonzero(mask)[0]
-            if rows.size == 0:
-                return []
-            # One product over the contiguous matrix beats gathering the rows first.
-            scores = dot_rows(self.matrix[:n], query)
-            scores = scores[rows]
-            rowids = self.rowids[rows]
-        k = min(k, rows.size)
-        top = np.argpartition(-scores, k - 1)[:k] if k < rows.size else np.arange(rows.size)
-        order = top[np.lexsort((rowids[top], -scores[top]))]
-        return [(int(rowids[i]), float(scores[i])) for i in order]
 
 
 class ScoreRow(NamedTuple):
@@ -204,7 +38,7 @@ class ScoreRow(NamedTuple):
     speaker: str | None
 
 
-class MemoryRepository:
+class MemoryRepository(DraftWriting):
     """One memory database: `memory.db` beside the index, or the account's own file."""
 
     def __init__(self, path: Path, *, model_id: str | None = None) -> None:
@@ -255,7 +89,8 @@ class MemoryRepository:
             rows = (
                 self.connect()
                 .execute(
-                    "SELECT m.rowid, m.tier, m.scope, m.kind, v.vector FROM memories m"
+                    "SELECT m.rowid, m.tier, m.scope, m.kind, v.vector,"
+                    " json_extract(m.source, '$.speaker') FROM memories m"
                     " LEFT JOIN memory_vectors v ON v.memory_rowid = m.rowid AND v.model = ?"
                     " WHERE m.deleted_at IS NULL ORDER BY m.rowid",
                     (self.model_id or "",),
@@ -263,13 +98,15 @@ class MemoryRepository:
                 .fetchall()
             )
             mirror.reset(generation)
-            for rowid, tier, scope, kind, blob in rows:
+            for rowid, tier, scope, kind, blob, speaker in rows:
                 vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
-                mirror.put(rowid, (Tier(tier), scope), MemoryKind(kind), vector)
+                mirror.put(rowid, (Tier(tier), scope), MemoryKind(kind), vector, speaker)
         return mirror
 
     def _after_commit(
-        self, generation: int, changes: list[tuple[int, Scope, MemoryKind, np.ndarray | None] | int]
+        self,
+        generation: int,
+        changes: list[tuple[int, Scope, MemoryKind, np.ndarray | None, str | None] | int],
     ) -> None:
         """Apply this process's committed write to the mirror, or mark it stale."""
         mirror = self.mirror
@@ -288,150 +125,6 @@ class MemoryRepository:
 
     # --- writing -------------------------------------------------------------------------
 
-    def write(
-        self, drafts: Sequence[tuple[MemoryDraft, np.ndarray | None]], *, merge: bool = True
-    ) -> list[WriteResult]:
-        """Write drafts in one transaction: all of them or, after a crash, none.
-
-        With `merge`, a draft with the key, or the summary and themes, of a live memory in its
-        scope — or a fact or rule nearly identical by embedding — updates that memory.
-        """
-        if not drafts:
-            return []
-        if merge:
-            self.sync_mirror()
-        results: list[WriteResult] = []
-        changes: list = []
-        with self.transaction() as conn:
-            for draft, vector in drafts:
-                existing = self._find_existing(conn, draft, vector) if merge else None
-                if existing is None:
-                    memory = self._insert(conn, draft, vector)
-                else:
-                    memory = self._update(conn, existing, draft, vector)
-                rowid = conn.execute(
-                    "SELECT rowid FROM memories WHERE id = ?", (memory.id,)
-                ).fetchone()[0]
-                changes.append((rowid, (memory.tier, memory.scope), memory.kind, vector))
-                results.append(WriteResult(memory, existing is not None))
-            generation = self._bump(conn)
-        self._after_commit(generation, changes)
-        return results
-
-    def _find_existing(
-        self, conn: sqlite3.Connection, draft: MemoryDraft, vector: np.ndarray | None
-    ) -> Memory | None:
-        where = "tier = ? AND scope = ?"
-        if draft.id is not None:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (draft.id,)
-            ).fetchone()
-            if row is not None:
-                return _memory(row)
-        if draft.key is not None:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE {where} AND mkey = ?",
-                (draft.tier.value, draft.scope, draft.key),
-            ).fetchone()
-            return _memory(row) if row else None
-        row = conn.execute(
-            f"SELECT {_COLUMNS} FROM memories WHERE {where} AND dedupe = ?"
-            " ORDER BY deleted_at IS NOT NULL, rowid LIMIT 1",
-            (draft.tier.value, draft.scope, draft.dedupe),
-        ).fetchone()
-        if row is not None:
-            return _memory(row)
-        if vector is None or draft.kind is MemoryKind.EPISODIC:
-            return None
-        near = self.mirror.nearest(vector, [(draft.tier, draft.scope)], [draft.kind], 1)
-        if near and near[0][1] >= MERGE_SIMILARITY:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE rowid = ? AND deleted_at IS NULL",
-                (near[0][0],),
-            ).fetchone()
-            return _memory(row) if row else None
-        return None
-
-    def _insert(
-        self, conn: sqlite3.Connection, draft: MemoryDraft, vector: np.ndarray | None
-    ) -> Memory:
-        memory_id = draft.id or uuid.uuid4().hex[:16]
-        cur = conn.execute(
-            "INSERT INTO memories(id, tier, scope, kind, text, summary, themes, importance,"
-            " created_at, updated_at, last_accessed, access_count, source, mkey, dedupe)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
-            (
-                memory_id,
-                draft.tier.value,
-                draft.scope,
-                draft.kind.value,
-                draft.text,
-                draft.summary,
-                json.dumps(list(draft.themes), ensure_ascii=False),
-                draft.importance,
-                draft.created_at,
-                draft.created_at,
-                draft.created_at,
-                draft.source.model_dump_json(),
-                draft.key,
-                draft.dedupe,
-            ),
-        )
-        self._put_vector(conn, int(cur.lastrowid or 0), vector)
-        return self._get(conn, memory_id)
-
-    def _update(
-        self,
-        conn: sqlite3.Connection,
-        existing: Memory,
-        draft: MemoryDraft,
-        vector: np.ndarray | None,
-    ) -> Memory:
-        old = existing.source
-        new = draft.source
-        source = (
-            new
-            if draft.whole_source
-            else MemorySource(
-                session_id=new.session_id or old.session_id,
-                turns=tuple(dict.fromkeys((*old.turns, *new.turns))),
-                speaker=new.speaker or old.speaker,
-                paths=tuple(dict.fromkeys((*old.paths, *new.paths))),
-                origin=new.origin,
-            )
-        )
-        conn.execute(
-            "UPDATE memories SET text = ?, summary = ?, themes = ?, importance = ?,"
-            " updated_at = ?, source = ?, dedupe = ?, deleted_at = NULL,"
-            " created_at = min(created_at, ?) WHERE id = ?",
-            (
-                draft.text,
-                draft.summary,
-                json.dumps(list(draft.themes), ensure_ascii=False),
-                max(existing.importance, draft.importance),
-                max(existing.updated_at, draft.created_at),
-                source.model_dump_json(),
-                draft.dedupe,
-                draft.created_at,
-                existing.id,
-            ),
-        )
-        rowid = conn.execute("SELECT rowid FROM memories WHERE id = ?", (existing.id,)).fetchone()[
-            0
-        ]
-        self._put_vector(conn, rowid, vector)
-        return self._get(conn, existing.id)
-
-    def _put_vector(self, conn: sqlite3.Connection, rowid: int, vector: np.ndarray | None) -> None:
-        if vector is None or self.model_id is None:
-            return
-        conn.execute(
-            "INSERT INTO memory_vectors(memory_rowid, model, vector) VALUES (?, ?, ?)"
-            " ON CONFLICT(memory_rowid) DO UPDATE SET model = excluded.model,"
-            " vector = excluded.vector",
-            (rowid, self.model_id, np.ascontiguousarray(vector, np.float32).tobytes()),
-        )
-
     def touch(self, ids: Sequence[str], at: float) -> None:
         """Accessing memories refreshes them: recency counts from the last access."""
         if not ids:
@@ -442,6 +135,24 @@ class MemoryRepository:
                 " access_count = access_count + 1 WHERE id = ?",
                 [(at, i) for i in ids],
             )
+
+    def derived_with(self, ids: Sequence[str]) -> list[str]:
+        """`ids` and every memory derived from the same turns of the same session (its
+        facts, the exchanges and the arc that hold those turns): what a turn leaves goes with
+        it, or its words would stay findable."""
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.connect().execute(
+            "WITH turns(session_id, turn) AS ("
+            " SELECT json_extract(m.source, '$.session_id'), t.value"
+            f" FROM memories m, json_each(m.source, '$.turns') t WHERE m.id IN ({marks}))"
+            " SELECT m.id FROM memories m, json_each(m.source, '$.turns') t, turns"
+            " WHERE json_extract(m.source, '$.session_id') = turns.session_id"
+            " AND t.value = turns.turn",
+            list(ids),
+        )
+        return list(dict.fromkeys([*ids, *(r[0] for r in rows)]))
 
     def delete(self, ids: Sequence[str], *, soft: bool = False) -> int:
         """Forget memories. Hard (default): the row, its text in FTS and its vector are
@@ -476,17 +187,13 @@ class MemoryRepository:
 
     # --- reading -------------------------------------------------------------------------
 
-    def _get(self, conn: sqlite3.Connection, memory_id: str) -> Memory:
-        row = conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        return _memory(row)
-
     def get(self, memory_id: str) -> Memory | None:
         row = (
             self.connect()
-            .execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,))
+            .execute(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,))
             .fetchone()
         )
-        return _memory(row) if row else None
+        return memory_from_row(row) if row else None
 
     def score_rows(self, rowids: Sequence[int]) -> dict[int, ScoreRow]:
         """What scoring needs of live memories, without building them."""
@@ -500,30 +207,31 @@ class MemoryRepository:
         )
         return {r[0]: ScoreRow(Tier(r[1]), r[2], r[3], r[4], r[5]) for r in rows}
 
-    def latest_turn(self, scope: Scope, session_id: str, before: float) -> Memory | None:
-        """The raw-turn memory (episodic, unkeyed) said last before `before` in a session."""
-        row = (
-            self.connect()
-            .execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE tier = ? AND scope = ?"
-                " AND kind = 'episodic' AND created_at < ? AND mkey IS NULL"
-                " AND deleted_at IS NULL AND json_extract(source, '$.session_id') = ?"
-                " ORDER BY created_at DESC, rowid DESC LIMIT 1",
-                (scope[0].value, scope[1], before, session_id),
-            )
-            .fetchone()
+    def latest_turns(
+        self, scope: Scope, session_id: str, at: float, other_than: str | None, *, limit: int
+    ) -> list[Memory]:
+        """The raw-turn memories (episodic, unkeyed) of a session said last at or before `at`
+        (of turns at the same time, the one written last first), other than turn
+        `other_than`; newest first."""
+        rows = self.connect().execute(
+            f"SELECT {COLUMNS} FROM memories WHERE tier = ? AND scope = ?"
+            " AND kind = 'episodic' AND created_at <= ? AND mkey IS NULL"
+            " AND deleted_at IS NULL AND json_extract(source, '$.session_id') = ?"
+            " AND coalesce(json_extract(source, '$.turns[0]'), '') != ?"
+            " ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (scope[0].value, scope[1], at, session_id, other_than or "", limit),
         )
-        return _memory(row) if row else None
+        return [memory_from_row(row) for row in rows]
 
     def by_rowids(self, rowids: Sequence[int]) -> dict[int, Memory]:
         if not rowids:
             return {}
         rows = self.connect().execute(
-            f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({','.join('?' * len(rowids))})"
+            f"SELECT {COLUMNS} FROM memories WHERE rowid IN ({','.join('?' * len(rowids))})"
             " AND deleted_at IS NULL",
             list(rowids),
         )
-        return {row[0]: _memory(row) for row in rows}
+        return {row[0]: memory_from_row(row) for row in rows}
 
     def list(
         self,
@@ -537,7 +245,7 @@ class MemoryRepository:
         include_deleted: bool = False,
     ) -> list[Memory]:
         """Memories newest first, optionally within scopes, a tier, kinds or a key prefix."""
-        where, args = _scope_filter(scopes, kinds)
+        where, args = scope_filter(scopes, kinds)
         if tier is not None:
             where.append("tier = ?")
             args.append(tier.value)
@@ -546,14 +254,14 @@ class MemoryRepository:
             args += [len(key_prefix), key_prefix]
         if not include_deleted:
             where.append("deleted_at IS NULL")
-        sql = f"SELECT {_COLUMNS} FROM memories"
+        sql = f"SELECT {COLUMNS} FROM memories"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += f" ORDER BY {order}"
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit)
-        return [_memory(row) for row in self.connect().execute(sql, args)]
+        return [memory_from_row(row) for row in self.connect().execute(sql, args)]
 
     def token_recall(
         self,
@@ -578,7 +286,7 @@ class MemoryRepository:
         built = lexical.build_query(text, tokenizer, total)
         if built.match is None:
             return []
-        where, args = _scope_filter(scopes, kinds, prefix="m.")
+        where, args = scope_filter(scopes, kinds, prefix="m.")
         if window is not None:
             where.append("m.created_at >= ? AND m.created_at < ?")
             args += list(window)
@@ -604,44 +312,3 @@ class MemoryRepository:
     def close(self) -> None:
         self.db.close()
         self._secure = threading.local()
-
-
-def _scope_filter(
-    scopes: Sequence[Scope] | None, kinds: Sequence[MemoryKind], prefix: str = ""
-) -> tuple[list[str], list[object]]:
-    where: list[str] = []
-    args: list[object] = []
-    if scopes is not None:
-        if not scopes:
-            return ["0"], []
-        where.append(
-            f"({prefix}tier, {prefix}scope) IN (VALUES " + ", ".join("(?, ?)" for _ in scopes) + ")"
-        )
-        for tier, scope in scopes:
-            args += [tier.value, scope]
-    if kinds:
-        where.append(f"{prefix}kind IN ({','.join('?' * len(kinds))})")
-        args += [k.value for k in kinds]
-    return where, args
-
-
-def _memory(row: Sequence) -> Memory:
-    (_, mid, tier, scope, kind, text, summary, themes, importance, created, updated, accessed,
-     count, source, key, deleted) = row  # fmt: skip
-    return Memory(
-        id=mid,
-        tier=Tier(tier),
-        scope=scope,
-        kind=MemoryKind(kind),
-        text=text,
-        summary=summary,
-        themes=tuple(json.loads(themes)),
-        importance=importance,
-        created_at=created,
-        updated_at=updated,
-        last_accessed=accessed,
-        access_count=count,
-        source=MemorySource.model_validate_json(source),
-        key=key,
-        deleted=deleted is not None,
-    )

@@ -125,8 +125,12 @@ class MemoryAddBody(_Body):
     text: str
     tier: Tier = Tier.WORKSPACE
     scope: str | None = None
-    kind: MemoryKind = MemoryKind.SEMANTIC
+    kind: MemoryKind | None = None  # semantic; episodic for a turn
     importance: float | None = Field(None, ge=0, le=1)
+    speaker: str | None = None  # with speaker or session, text is a conversation turn
+    session: str | None = None
+    turn: str | None = None
+    created_at: str | float | None = None
 
 
 class TouchBody(_Body):
@@ -281,6 +285,10 @@ def create_app(
                 scope=body.scope,
                 kind=body.kind,
                 importance=body.importance,
+                speaker=body.speaker,
+                session=body.session,
+                turn=body.turn,
+                created_at=body.created_at,
             )
         )
         return JSONResponse(memory.to_dict())

@@ -1,0 +1,90 @@
+"""What memory gives one turn of a conversation: the ranked memories for its question (the
+same ranking as `search`), the user's rules, a catch-up on the last session, diagnostics."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from .extract import ARC_KEY
+from .mirror import Scope
+from .models import Memory, MemoryContext, MemoryKind, Tier
+from .places import MemoryPlaces, Target
+from .ranking import SearchResult
+
+MAX_RULES = 20
+
+Rank = Callable[..., SearchResult]
+
+
+class TurnRecall:
+    """Builds a turn's `MemoryContext`; caches the rules, which every turn of a session asks
+    for, until a database changes."""
+
+    def __init__(self, places: MemoryPlaces, rank: Rank) -> None:
+        self.places = places
+        self._rank = rank
+        self._rules_cache: dict[tuple, tuple[tuple[int, ...], list[Memory]]] = {}
+
+    def context(
+        self, query: str, *, session_id: str, channel: str | None, first_turn: bool, k: int,
+        now: float,
+    ) -> MemoryContext:  # fmt: skip
+        """Entries are the ranking of every memory the turn may see, less what the context
+        already holds another way (the rules, the catch-up)."""
+        started = time.perf_counter()
+        visible = self.places.visible(session_id, channel)
+        rules = self.rules(visible)
+        catch_up = self.catch_up(session_id, channel) if first_turn else None
+        shown = {m.id for m in rules} | ({catch_up.id} if catch_up else set())
+        ranked = self._rank(query, visible, k=k + len(shown), now=now)
+        entries = [m for m in ranked.memories if m.id not in shown][:k]
+        targets = self.places.targets(visible)
+        diagnostics = {
+            "load_memory_ms": round((time.perf_counter() - started) * 1000, 3),
+            "semantic_hits": sum(m.kind is MemoryKind.SEMANTIC for m in entries),
+            "semantic_store_size": _store_size(targets, MemoryKind.SEMANTIC),
+            "episodic_hits": sum(m.kind is MemoryKind.EPISODIC for m in entries)
+            + (catch_up is not None),
+            "episodic_store_size": _store_size(targets, MemoryKind.EPISODIC),
+            "procedural_count": len(rules),
+            "retrieval_path": ranked.retrieval_path,
+            "catch_up": catch_up is not None,
+        }
+        return MemoryContext(
+            entries=entries, procedural_rules=rules, catch_up=catch_up, diagnostics=diagnostics
+        )
+
+    def catch_up(self, session_id: str, channel: str | None) -> Memory | None:
+        """The most recent arc of another session in this channel (or this vault)."""
+        places = self.places
+        tier, scope = (Tier.CHANNEL, channel) if channel else (Tier.WORKSPACE, places.vault_scope)
+        for memory in places.repo.list([(tier, scope)], key_prefix=ARC_KEY, limit=2):
+            if memory.key != f"{ARC_KEY}{session_id}":
+                return memory
+        return None
+
+    def rules(self, visible: list[Scope]) -> list[Memory]:
+        """Procedural rules of every visible scope, most important first."""
+        targets = self.places.targets(visible)
+        key = (tuple(visible), tuple(repo.generation() for repo, _ in targets))
+        cached = self._rules_cache.get(key[0])
+        if cached is not None and cached[0] == key[1]:
+            return cached[1]
+        rules: list[Memory] = []
+        for repo, scopes in targets:
+            rules += repo.list(
+                scopes,
+                kinds=[MemoryKind.PROCEDURAL],
+                order="importance DESC, updated_at DESC",
+                limit=MAX_RULES,
+            )
+        rules.sort(key=lambda m: (-m.importance, -m.updated_at, m.id))
+        if len(self._rules_cache) > 256:
+            self._rules_cache.clear()
+        self._rules_cache[key[0]] = (key[1], rules[:MAX_RULES])
+        return rules[:MAX_RULES]
+
+
+def _store_size(targets: Sequence[Target], kind: MemoryKind) -> int:
+    return sum(repo.mirror.count(scopes, kind) for repo, scopes in targets)
