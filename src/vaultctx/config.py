@@ -11,7 +11,7 @@ import json
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -30,6 +30,11 @@ class Config(BaseModel):
     embedding_model: str = Field(
         DEFAULT_EMBEDDING_MODEL,
         description="sentence-transformers model name or path; the default ships with vaultctx",
+    )
+    embedding_backend: Literal["auto", "onnx", "torch"] = Field(
+        "auto",
+        description="run the model on ONNX Runtime (onnx), sentence-transformers on torch"
+        " (torch, needs the torch extra), or ONNX when the model allows it (auto)",
     )
     embed: bool = Field(True, description="compute embeddings while indexing")
     index_dir: str | None = Field(

@@ -90,7 +90,7 @@ class Workspace:
         if not isinstance(config, Config):
             config = load_config(root, config)
         if embedder is None:
-            embedder = Embedder(config.embedding_model)
+            embedder = Embedder(config.embedding_model, backend=config.embedding_backend)
         db = IndexDatabase(index_dir(root, config) / "index.db")
         return cls(root, config, db, embedder)
 
