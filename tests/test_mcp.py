@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -19,11 +20,14 @@ NOTES = {
 }
 
 
-def run_session(vault: Path, steps: Callable) -> object:
+PASSED_ENV = ("PATH", "HOME", "PYTHONPATH", "VAULTCTX_CACHE_DIR")
+
+
+def run_session(vault: Path, steps: Callable, *flags: str) -> object:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "vaultctx", "mcp", str(vault), "--no-vectors"],
-        env={k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "PYTHONPATH")},
+        args=["-m", "vaultctx", "mcp", str(vault), *flags],
+        env={k: v for k, v in os.environ.items() if k in PASSED_ENV},
     )
 
     async def main() -> object:
@@ -54,7 +58,7 @@ def test_mcp_tools_select_and_read_notes_read_only(make_vault: Callable[..., Pat
             "missing": missing,
         }
 
-    result = run_session(vault, steps)
+    result = run_session(vault, steps, "--no-vectors")
     tools = result["tools"]
     assert set(tools) == {"select", "read_note", "context", "memory_search"}
     for tool in tools.values():
@@ -77,3 +81,19 @@ def test_mcp_tools_select_and_read_notes_read_only(make_vault: Callable[..., Pat
     assert context.structured_content["items"][0]["path"] == "Hives/Varroa.md"
     assert not result["memories"].is_error
     assert result["memories"].structured_content["memories"] == []
+
+
+@pytest.mark.slow
+def test_mcp_with_vectors_answers_its_first_select_with_the_model(
+    make_vault: Callable[..., Path], embedder: object
+) -> None:
+    vault = make_vault(NOTES)
+    with Workspace.open(vault, embedder=embedder) as ws:
+        ws.index()
+
+    async def steps(client: Client) -> object:
+        return await client.call_tool("select", {"query": "mites in the colony", "k": 3})
+
+    selected = run_session(vault, steps)
+    assert not selected.is_error
+    assert selected.structured_content["diagnostics"]["retrieval_path"] == "hybrid_rrf"

@@ -1,8 +1,9 @@
 """Run the API with uvicorn on 127.0.0.1, beside the vault watcher, and announce it.
 
 `LocalServer` owns the lifecycle a desktop app or `vaultctx serve` needs: bind a loopback
-port, warm the model and caches, start the watcher, write `<vault>/.vaultctx/server.json`
-so the CLI finds the server, and undo all of it on exit.
+port, start warming the model and caches in the background, start the watcher, write
+`<vault>/.vaultctx/server.json` so the CLI finds the server (it is ready then; a request
+that comes before the model has loaded waits only for the rest), and undo it all on exit.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from collections.abc import AsyncIterator
 
 import uvicorn
 
-from ..errors import VaultctxError
 from ..workspace import Workspace
 from ..workspace.watch import VaultWatcher
 from .app import MAX_BODY_BYTES, create_app
@@ -61,7 +61,7 @@ class LocalServer:
         """Serve until interrupted (Ctrl-C / SIGTERM), then stop the watcher and clean up."""
         try:
             if self.warm:
-                self._warm_up()
+                self.workspace.warm_up(use_vectors=self.workspace.config.embed)
             if self.watch:
                 self.watcher = self.workspace.watch()
             app = create_app(
@@ -119,11 +119,6 @@ class LocalServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    def _warm_up(self) -> None:
-        """Load the model, the vector matrix and the link graph before the first request."""
-        with contextlib.suppress(VaultctxError):  # not indexed yet: the watcher will index
-            self.workspace.select("warm up", k=1, use_vectors=self.workspace.config.embed)
 
 
 def _bind_loopback(port: int) -> socket.socket:
