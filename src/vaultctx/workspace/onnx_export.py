@@ -28,10 +28,6 @@ DATA_ALIGNMENT = 4096  # ONNX Runtime maps external data whose offset is page-al
 MODEL_FILE = "model.onnx"
 DATA_FILE = "model.onnx.data"
 
-_TRANSFORMER = "sentence_transformers.models.Transformer"
-_POOLING = "sentence_transformers.models.Pooling"
-_NORMALIZE = "sentence_transformers.models.Normalize"
-
 
 class UnsupportedModel(Exception):
     """The model folder is not one this exporter reproduces exactly."""
@@ -61,10 +57,8 @@ def read_spec(folder: Path) -> SentenceModelSpec:
     modules = _read_json(folder / "modules.json")
     if not isinstance(modules, list):
         raise UnsupportedModel("modules.json is missing or not a list")
-    kinds = [
-        m.get("type", "").replace(".sentence_transformer.modules.", ".models.") for m in modules
-    ]
-    if kinds[:2] != [_TRANSFORMER, _POOLING] or any(k != _NORMALIZE for k in kinds[2:]):
+    kinds = [_module_kind(str(m.get("type", ""))) for m in modules]
+    if kinds[:2] != ["Transformer", "Pooling"] or any(k != "Normalize" for k in kinds[2:]):
         raise UnsupportedModel(f"modules {kinds} are not Transformer, Pooling[, Normalize]")
     if modules[0].get("path"):
         raise UnsupportedModel("the transformer is not at the folder's root")
@@ -278,6 +272,14 @@ class _GraphBuilder:
         summed = self.node("ReduceSum", [self.node("Mul", [x, weights]), self.axes(1)], keepdims=0)
         counts = self.node("ReduceSum", [weights, self.axes(1)], keepdims=0)
         return self.node("Div", [summed, self.node("Max", [counts, self.scalar(1e-9)])])
+
+
+def _module_kind(type_path: str) -> str:
+    """ "Pooling" for sentence-transformers' own module classes, wherever a version keeps them
+    (`sentence_transformers.models.Pooling`, `...sentence_transformer.modules.Pooling`)."""
+    if type_path.startswith("sentence_transformers."):
+        return type_path.rsplit(".", 1)[-1]
+    return type_path
 
 
 def _read_json(path: Path) -> Any:
