@@ -5,7 +5,11 @@ with the default model, and every judged query is run three ways: lexical only, 
 and fused. Prints nDCG@10, Recall@10/100, MRR@10 and latency per mode, the baselines measured
 on this machine, and one JSON line.
 
-    python benchmarks/eval.py [DATASET_DIR] [--workdir DIR] [--limit N]
+`--compare` runs the same queries on three variants side by side: the model on torch with
+exact float32 vectors in memory (the old path), on ONNX Runtime with float32, and on ONNX
+Runtime with the int8 matrix (the default). Each backend gets its own index of the vault.
+
+    python benchmarks/eval.py [DATASET_DIR] [--workdir DIR] [--limit N] [--compare]
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from common import DATA, check, emit_figures, load_beir, offline_env, percentile
 offline_env()
 
 from vaultctx import Workspace  # noqa: E402
+from vaultctx.pipeline.vectors import VectorStore  # noqa: E402
 
 MODES = {"lexical": ["lexical"], "vector": ["vector"], "fused": None}
 # Measured on this machine with the same model (the issue's table), for Cranfield.
@@ -34,6 +39,13 @@ CRANFIELD_BASELINES = {
     "txtai 9.14 hybrid": 0.405,
 }
 FUSED_TARGET = 0.43
+# (embedding backend, matrix precision) per variant; the first is the baseline of --compare
+VARIANTS = {
+    "torch-float32": ("torch", "float32"),
+    "onnx-float32": ("onnx", "float32"),
+    "onnx-int8": ("onnx", "int8"),
+}
+SAME_QUALITY = 0.002  # fused nDCG@10 within this of the baseline
 
 
 def write_vault(corpus: dict, vault: Path) -> None:
@@ -78,12 +90,30 @@ def evaluate(ws: Workspace, queries: dict, qrels: dict, retrievers: list[str] | 
     }
 
 
+def run_variant(vault: Path, name: str, queries: dict, qrels: dict) -> dict:
+    """Index the vault with the variant's backend (its own index folder) and evaluate."""
+    backend, precision = VARIANTS[name]
+    config = {"embedding_backend": backend}
+    if backend == "torch":
+        config["index_dir"] = ".vaultctx-torch"  # its own vectors, beside the default index
+    with Workspace.open(vault, config) as ws:
+        started = time.perf_counter()
+        report = ws.index()
+        print(
+            f"{name}: indexed in {time.perf_counter() - started:.1f}s "
+            f"({report.added} added, {report.embedded} embedded)"
+        )
+        ws.selector.vectors = VectorStore(precision)
+        return {mode: evaluate(ws, queries, qrels, r) for mode, r in MODES.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset", nargs="?", default=str(DATA / "cranfield"))
     parser.add_argument("--split", default="test")
     parser.add_argument("--workdir", help="where the vault and index are kept between runs")
     parser.add_argument("--limit", type=int, help="evaluate only the first N judged queries")
+    parser.add_argument("--compare", action="store_true", help="old and new paths side by side")
     args = parser.parse_args()
 
     dataset = Path(args.dataset)
@@ -96,37 +126,41 @@ def main() -> int:
     write_vault(corpus, vault)
 
     print(f"{dataset.name}: {len(corpus)} documents, {len(qrels)} judged queries")
-    with Workspace.open(vault) as ws:
-        started = time.perf_counter()
-        report = ws.index()
-        print(
-            f"indexed in {time.perf_counter() - started:.1f}s "
-            f"({report.added} added, {report.embedded} embedded)"
-        )
-        results = {mode: evaluate(ws, queries, qrels, r) for mode, r in MODES.items()}
-
-    header = f"{'mode':<10}{'nDCG@10':>9}{'R@10':>8}{'R@100':>8}{'MRR@10':>8}"
+    names = list(VARIANTS) if args.compare else ["onnx-int8"]
+    runs = {name: run_variant(vault, name, queries, qrels) for name in names}
+    header = f"{'variant':<15}{'mode':<10}{'nDCG@10':>9}{'R@10':>8}{'R@100':>8}{'MRR@10':>8}"
     print(f"\n{header}{'p50 ms':>9}{'p95 ms':>9}")
-    for mode, m in results.items():
-        print(
-            f"{mode:<10}{m['ndcg@10']:>9.3f}{m['recall@10']:>8.3f}{m['recall@100']:>8.3f}"
-            f"{m['mrr@10']:>8.3f}{m['p50_ms']:>9.1f}{m['p95_ms']:>9.1f}"
-        )
+    for name, results in runs.items():
+        for mode, m in results.items():
+            print(
+                f"{name:<15}{mode:<10}{m['ndcg@10']:>9.3f}{m['recall@10']:>8.3f}"
+                f"{m['recall@100']:>8.3f}{m['mrr@10']:>8.3f}{m['p50_ms']:>9.1f}{m['p95_ms']:>9.1f}"
+            )
+    results = runs[names[-1]]
     fused = results["fused"]["ndcg@10"]
     ok = fused >= max(results["lexical"]["ndcg@10"], results["vector"]["ndcg@10"])
     print(f"\nfused >= each single retriever: {'PASS' if ok else 'MISS'}")
+    if args.compare:
+        baseline = runs[names[0]]["fused"]["ndcg@10"]
+        for name in names[1:]:
+            delta = runs[name]["fused"]["ndcg@10"] - baseline
+            ok &= check(
+                f"{name} fused nDCG@10 - {names[0]}",
+                abs(delta),
+                SAME_QUALITY,
+                higher_is_better=False,
+            )
     if dataset.name == "cranfield":
         print("baselines measured on this machine (nDCG@10):")
         for name, value in CRANFIELD_BASELINES.items():
             print(f"  {name:<22}{value:.3f}")
         ok &= check("fused nDCG@10", fused, FUSED_TARGET, higher_is_better=True)
-    emit_figures(
-        "eval",
-        {
-            "dataset": dataset.name,
-            **{f"{mode}_{key}": round(v, 4) for mode, m in results.items() for key, v in m.items()},
-        },
-    )
+    figures = {"dataset": dataset.name}
+    for name, variant in runs.items():
+        prefix = "" if name == names[-1] else f"{name}_"  # the default variant: plain keys
+        for mode, m in variant.items():
+            figures.update({f"{prefix}{mode}_{key}": round(v, 4) for key, v in m.items()})
+    emit_figures("eval", figures)
     return 0 if ok else 1
 
 
