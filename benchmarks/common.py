@@ -70,6 +70,34 @@ def rss_mb() -> float:
     return _status_mb("VmRSS") or 0.0
 
 
+def resident_by_kind() -> dict[str, float]:
+    """Resident MB per kind of mapping (Linux smaps): the index file SQLite maps, the model's
+    weights file, shared libraries, and anonymous memory (heap: matrices, caches, objects)."""
+    kinds: dict[str, float] = {}
+    kind = "anonymous"
+    try:
+        with open("/proc/self/smaps", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                fields = line.split()
+                if "-" in fields[0] and len(fields) >= 5 and ":" not in fields[0]:
+                    path = fields[5] if len(fields) > 5 else ""
+                    if path.endswith(("index.db", "memory.db")):
+                        kind = "sqlite_mmap"
+                    elif path.endswith((".onnx.data", ".safetensors")):
+                        kind = "model_weights_mmap"
+                    elif ".so" in path:
+                        kind = "libraries"
+                    elif path.startswith("/"):
+                        kind = "other_files"
+                    else:
+                        kind = "anonymous"
+                elif fields[0] == "Rss:":
+                    kinds[kind] = kinds.get(kind, 0.0) + int(fields[1]) / 1024
+    except OSError:
+        pass
+    return {k: round(v, 1) for k, v in sorted(kinds.items())}
+
+
 # Runs a module as `python -m` would, then writes its peak RSS (VmHWM, in kB) to a file.
 _PEAK_PROBE = """
 import atexit, os, runpy, sys

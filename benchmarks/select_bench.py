@@ -37,6 +37,7 @@ from common import (
     offline_env,
     peak_rss_mb,
     percentile,
+    resident_by_kind,
     rss_mb,
 )
 from synthvault import blocks_to_notes, generate_queries, generate_vault
@@ -99,6 +100,7 @@ def measure(root: Path, queries: list[str], floor_queries: list[str]) -> dict:
         for q in floor_queries[:10]:  # warm: vector matrix, link graph, SQLite cache
             ws.select(q, k=10)
         rss["select_state"] = rss_mb()
+        by_kind = resident_by_kind()
         embed_ms = []
         for q in floor_queries:
             started = time.perf_counter()
@@ -132,6 +134,7 @@ def measure(root: Path, queries: list[str], floor_queries: list[str]) -> dict:
         "peak_rss_mb": peak_rss_mb(),
         "rss_mb": rss,
         "matrix_mb": matrix_mb,
+        "resident_by_kind": by_kind,
         "backend": getattr(embedder, "loaded_backend", "torch"),
     }
 
@@ -168,6 +171,7 @@ def summarize(runs: list[dict]) -> dict:
         "rss_model_mb": rss["model"] - rss["imports"],
         "rss_select_state_mb": rss["select_state"] - rss["model"],
         "matrix_mb": runs[0]["matrix_mb"],
+        **{f"resident_{k}_mb": v for k, v in runs[-1]["resident_by_kind"].items()},
     }
 
 
@@ -185,12 +189,16 @@ def report(size: int, variants: dict[str, dict]) -> None:
         ("  model loaded MB", "rss_model_mb"),
         ("  select state MB (matrix, graph, SQLite)", "rss_select_state_mb"),
         ("  of which the vector matrix MB", "matrix_mb"),
+        ("resident when warm, by mapping: anonymous MB", "resident_anonymous_mb"),
+        ("  SQLite's memory-mapped index MB", "resident_sqlite_mmap_mb"),
+        ("  model weights file (mapped) MB", "resident_model_weights_mmap_mb"),
+        ("  shared libraries MB", "resident_libraries_mb"),
     ]
     first = next(iter(variants.values()))
     print(f"\n== {first['blocks']:,} blocks in {first['notes']:,} notes ({size:,} asked)")
     print(f"{'':44}" + "".join(f"{name:>18}" for name in variants))
     for label, key in rows:
-        print(f"{label:44}" + "".join(f"{v[key]:>18.1f}" for v in variants.values()))
+        print(f"{label:44}" + "".join(f"{v.get(key, 0.0):>18.1f}" for v in variants.values()))
     print(f"{'embedding backend':44}" + "".join(f"{v['backend']:>18}" for v in variants.values()))
 
 

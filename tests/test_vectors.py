@@ -87,6 +87,20 @@ def test_the_int8_store_finds_what_the_float32_store_finds(indexed) -> None:
     small = load_matrix(conn, "g", model, "int8")
     assert isinstance(exact.matrix, np.ndarray) and isinstance(small.matrix, Int8Matrix)
     assert exact.block_ids.tolist() == small.block_ids.tolist()
+    assert exact.block_ids.tolist() == sorted(exact.block_ids.tolist())  # rows in block order
+    stored = dict(
+        conn.execute(
+            "SELECT b.id, e.vector FROM blocks b JOIN embeddings e ON e.hash = b.embed_hash"
+        ).fetchall()
+    )
+    for row, block_id in enumerate(exact.block_ids.tolist()):
+        assert exact.matrix[row].tobytes() == stored[block_id]
+        assert (
+            exact.note_ids[row]
+            == indexed.db.connect()
+            .execute("SELECT note_id FROM blocks WHERE id = ?", (block_id,))
+            .fetchone()[0]
+        )
     np.testing.assert_allclose(small.matrix[np.arange(small.size)], exact.matrix, atol=0.01)
     for text in ("smoker pine needles", "queen seen in hive", "marsupials island"):
         query = indexed.embedder.encode_query(text)
