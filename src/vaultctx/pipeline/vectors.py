@@ -1,16 +1,19 @@
 """Exact-scan nearest neighbours over one contiguous matrix of unit vectors in memory.
 
-At the scales vaultctx targets (100k blocks: a few ms per query with numpy) a full scan is
+At the scales vaultctx targets (100k blocks: under 10 ms per query with numpy) a full scan is
 fast enough and never misses, so there is no approximate index to build or tune. The rows
 are kept as int8 codes with one scale per row (`Int8Matrix`): a quarter of float32's memory
-(38 MB instead of 154 MB at 100k blocks), scores within about 0.002 of exact ones, and the
-scan costs about the same, since a float32 scan is bound by memory bandwidth.
+(38 MB instead of 154 MB at 100k blocks) and scores within about 0.002 of exact ones. The
+scan is no slower for it: codes are widened to float32 a few hundred rows at a time, in a
+buffer that stays in cache, which reads 4x fewer bytes than a float32 scan (100k rows:
+8.3 ms against 9.5 ms on one core of this machine).
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -18,6 +21,7 @@ from typing import Literal
 import numpy as np
 
 SPLIT_ROWS = 40_000  # above this, score the matrix in two halves on two threads
+_SCAN_ROWS = 512  # int8 rows widened to float32 at a time: 768 KB, within L2 cache
 _LOAD_CHUNK = 4096  # rows decoded and quantized at a time while loading
 
 Precision = Literal["int8", "float32"]
@@ -54,9 +58,8 @@ class Int8Matrix:
         return self.codes[rows] * self.scales[rows, None]
 
     def dot(self, vector: np.ndarray, helper: ThreadPoolExecutor | None = None) -> np.ndarray:
-        """Approximate `rows @ vector` for every row: the int8 codes are widened to float32
-        inside einsum's buffers, never as a whole matrix."""
-        scores = dot_rows(self.codes, vector, helper)
+        """Approximate `rows @ vector` for every row."""
+        scores = _split(self.codes, vector.astype(np.float32, copy=False), helper, _dot_int8)
         scores *= self.scales
         return scores
 
@@ -76,21 +79,40 @@ def dot_rows(
     """matrix @ vector as float32, without BLAS threads: a multithreaded BLAS spends far
     longer waking its threads than computing when the CPU is shared (an editor, an indexer),
     while this loop stays within milliseconds. Given a `helper` thread, a large matrix is
-    scored in two halves at once (einsum releases the GIL)."""
+    scored in two halves at once (numpy releases the GIL)."""
     if isinstance(matrix, Int8Matrix):
         return matrix.dot(vector, helper)
-    vector = vector.astype(np.float32, copy=False)
-    # Other dtypes (int8 codes) are widened to float32 in einsum's small buffers.
-    cast = {} if matrix.dtype == np.float32 else {"dtype": np.float32, "casting": "unsafe"}
-    n = matrix.shape[0]
-    if helper is None or n < SPLIT_ROWS:
-        return np.einsum("ij,j->i", matrix, vector, **cast)
-    half = n // 2
-    out = np.empty(n, dtype=np.float32)
-    second = helper.submit(np.einsum, "ij,j->i", matrix[half:], vector, out=out[half:], **cast)
-    np.einsum("ij,j->i", matrix[:half], vector, out=out[:half], **cast)
+    return _split(matrix, vector.astype(np.float32, copy=False), helper, _dot_float32)
+
+
+_Kernel = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+
+
+def _split(
+    rows: np.ndarray, vector: np.ndarray, helper: ThreadPoolExecutor | None, kernel: _Kernel
+) -> np.ndarray:
+    out = np.empty(rows.shape[0], dtype=np.float32)
+    if helper is None or rows.shape[0] < SPLIT_ROWS:
+        kernel(rows, vector, out)
+        return out
+    half = rows.shape[0] // 2
+    second = helper.submit(kernel, rows[half:], vector, out[half:])
+    kernel(rows[:half], vector, out[:half])
     second.result()
     return out
+
+
+def _dot_float32(rows: np.ndarray, vector: np.ndarray, out: np.ndarray) -> None:
+    np.einsum("ij,j->i", rows, vector, out=out)
+
+
+def _dot_int8(codes: np.ndarray, vector: np.ndarray, out: np.ndarray) -> None:
+    widened = np.empty((min(_SCAN_ROWS, len(codes)), codes.shape[1]), dtype=np.float32)
+    for start in range(0, len(codes), _SCAN_ROWS):
+        block = codes[start : start + _SCAN_ROWS]
+        buffer = widened[: len(block)]
+        np.copyto(buffer, block, casting="unsafe")
+        np.einsum("ij,j->i", buffer, vector, out=out[start : start + len(block)])
 
 
 @dataclass(frozen=True)
