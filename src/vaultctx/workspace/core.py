@@ -431,7 +431,8 @@ class Workspace:
 
         Returns the started watcher; call its `stop()` (or `close()` this workspace). With
         `catch_up`, edits made while nothing watched are indexed first. `on_index(report)`
-        runs in the watcher's thread after each run that changed the index.
+        runs in the watcher's thread after each run that changed the index. It starts
+        `warm_up()` too, so the first embedding run finds the model loaded.
         """
         from .watch import VaultWatcher
 
