@@ -4,9 +4,9 @@ At the scales vaultctx targets (100k blocks: under 10 ms per query with numpy) a
 fast enough and never misses, so there is no approximate index to build or tune. The rows
 are kept as int8 codes with one scale per row (`Int8Matrix`): a quarter of float32's memory
 (38 MB instead of 154 MB at 100k blocks) and scores within about 0.002 of exact ones. The
-scan is no slower for it: codes are widened to float32 a few hundred rows at a time, in a
-buffer that stays in cache, which reads 4x fewer bytes than a float32 scan (100k rows:
-8.3 ms against 9.5 ms on one core of this machine).
+scan is no slower for it: einsum widens the codes to float32 in a cache-sized buffer (64k
+values; numpy's default of 8k makes it 1.4x slower), in one call that releases the GIL
+throughout (100k rows: 9.3 ms against 9.6 ms for float32 on one core of this machine).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 
 SPLIT_ROWS = 40_000  # above this, score the matrix in two halves on two threads
-_SCAN_ROWS = 512  # int8 rows widened to float32 at a time: 768 KB, within L2 cache
+_CAST_BUFFER = 65_536  # int8 codes widened to float32 at a time: 256 KB, within L2 cache
 _LOAD_CHUNK = 4096  # rows decoded and quantized at a time while loading
 
 Precision = Literal["int8", "float32"]
@@ -68,7 +68,8 @@ def quantize_rows(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """int8 codes and per-row scales with codes * scale ≈ vectors (error ≤ scale / 2)."""
     vectors = np.asarray(vectors, dtype=np.float32)
     peaks = np.abs(vectors).max(axis=1) if vectors.size else np.zeros(len(vectors), np.float32)
-    scales = np.where(peaks > 0, peaks / 127.0, 1.0).astype(np.float32)
+    scales = (peaks / 127.0).astype(np.float32)
+    scales[scales == 0] = 1.0  # an all-zero row (or one too small to scale): codes of 0
     codes = np.rint(vectors / scales[:, None]).astype(np.int8)
     return codes, scales
 
@@ -107,12 +108,11 @@ def _dot_float32(rows: np.ndarray, vector: np.ndarray, out: np.ndarray) -> None:
 
 
 def _dot_int8(codes: np.ndarray, vector: np.ndarray, out: np.ndarray) -> None:
-    widened = np.empty((min(_SCAN_ROWS, len(codes)), codes.shape[1]), dtype=np.float32)
-    for start in range(0, len(codes), _SCAN_ROWS):
-        block = codes[start : start + _SCAN_ROWS]
-        buffer = widened[: len(block)]
-        np.copyto(buffer, block, casting="unsafe")
-        np.einsum("ij,j->i", buffer, vector, out=out[start : start + len(block)])
+    previous = np.setbufsize(_CAST_BUFFER)  # numpy keeps it per thread (its errstate)
+    try:
+        np.einsum("ij,j->i", codes, vector, out=out, dtype=np.float32, casting="unsafe")
+    finally:
+        np.setbufsize(previous)
 
 
 @dataclass(frozen=True)
