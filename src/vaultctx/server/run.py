@@ -25,6 +25,7 @@ from .client import ServerInfo, remove_server_file, write_server_file
 
 HOST = "127.0.0.1"
 _START_TIMEOUT_S = 30.0
+_BACKLOG = 2048  # uvicorn's default
 
 
 class LocalServer:
@@ -132,5 +133,8 @@ def _bind_loopback(port: int) -> socket.socket:
     except OSError:
         sock.close()
         raise
+    # Listen now: uvicorn only listens after the lifespan startup that writes server.json,
+    # and a client that read the file in between was refused; now it waits in the backlog.
+    sock.listen(_BACKLOG)
     sock.set_inheritable(True)
     return sock
