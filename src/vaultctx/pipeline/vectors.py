@@ -3,10 +3,11 @@
 At the scales vaultctx targets (100k blocks: under 10 ms per query with numpy) a full scan is
 fast enough and never misses, so there is no approximate index to build or tune. The rows
 are kept as int8 codes with one scale per row (`Int8Matrix`): a quarter of float32's memory
-(38 MB instead of 154 MB at 100k blocks) and scores within about 0.002 of exact ones. The
-scan is no slower for it: einsum widens the codes to float32 in a cache-sized buffer (64k
-values; numpy's default of 8k makes it 1.4x slower), in one call that releases the GIL
-throughout (100k rows: 9.3 ms against 9.6 ms for float32 on one core of this machine).
+(38 MB instead of 154 MB at 100k blocks) and scores within about 0.002 of exact ones. einsum
+widens the codes to float32 in a cache-sized buffer (64k values; numpy's default of 8k makes
+it 1.4x slower), in one call that releases the GIL: on an idle core 100k rows take 9.3 ms
+against 9.6 ms for float32, but the widening is arithmetic, and on a shared CPU (load 3 on
+this 2-core machine) it costs more: 14.7 ms against 10.3 (`VectorStore("float32")`).
 """
 
 from __future__ import annotations
