@@ -15,7 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import REAL_VAULTS, SHARED_DATA
-from vaultctx import EmbeddingUnavailable
+from test_select import NOTES, HashEmbedder
+from vaultctx import EmbeddingUnavailable, Workspace
 from vaultctx.config import ConfigError, load_config
 from vaultctx.workspace.embeddings import Embedder, _model_location
 from vaultctx.workspace.encoders import plan_calls
@@ -262,3 +263,14 @@ def test_model_calls_cover_every_text_once_within_their_limits(
         width = max(lengths[i] for i in call)
         assert len(call) <= max_batch
         assert len(call) == 1 or len(call) * width <= budget
+
+
+def test_select_falls_back_to_lexical_when_the_onnx_model_cannot_load(make_vault) -> None:
+    vault = make_vault(NOTES)
+    with Workspace.open(vault, embedder=HashEmbedder()) as ws:
+        ws.index()  # vectors under "hash-test-model", which no backend can load
+    with Workspace.open(vault, embedder=Embedder("hash-test-model", backend="onnx")) as ws:
+        selection = ws.select("smoker pine needles", k=3)
+    assert selection.diagnostics["retrieval_path"] == "lexical_graph_after_embed_error"
+    assert "cannot run on ONNX Runtime" in selection.diagnostics["errors"]["vector"]
+    assert selection.candidates[0].path == "Equipment/Smoker.md"
