@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import os
 import resource
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -13,11 +16,28 @@ DATA = REPO.parent / "shared" / "data"
 
 
 def offline_env() -> None:
-    """Benchmarks never touch the network: models load from site-packages."""
+    """Benchmarks never touch the network: models load from site-packages. The code measured
+    is this checkout's, or `$VAULTCTX_BENCH_SRC` (another checkout's `src`: a baseline)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    sys.path.insert(0, str(REPO / "src"))
+    sys.path.insert(0, source_dir(os.environ.get("VAULTCTX_BENCH_SRC")))
+
+
+def source_dir(baseline: str | None = None) -> str:
+    """The `src` folder whose vaultctx a benchmark measures: a baseline's, or this one."""
+    return str(Path(baseline).resolve()) if baseline else str(REPO / "src")
+
+
+def code_env(baseline: str | None = None, **extra: str) -> dict[str, str]:
+    """Environment for a child process (a CLI, a server) that runs the given code."""
+    env = {**os.environ, **extra, "PYTHONPATH": source_dir(baseline)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # CLI starts as installed: bytecode cached
+    if baseline:
+        env["VAULTCTX_BENCH_SRC"] = source_dir(baseline)
+    else:
+        env.pop("VAULTCTX_BENCH_SRC", None)
+    return env
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -27,8 +47,88 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
+def _status_mb(field: str) -> float | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(f"{field}:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak resident memory. Linux's VmHWM, not getrusage: the latter also
+    counts the parent's memory at fork time, which a child inherits in its high-water mark."""
+    peak = _status_mb("VmHWM")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_mb() -> float:
+    """Resident memory now (Linux), to split the peak into what each stage added."""
+    return _status_mb("VmRSS") or 0.0
+
+
+def resident_by_kind() -> dict[str, float]:
+    """Resident MB per kind of mapping (Linux smaps): the index file SQLite maps, the model's
+    weights file, shared libraries, and anonymous memory (heap: matrices, caches, objects)."""
+    kinds: dict[str, float] = {}
+    kind = "anonymous"
+    try:
+        with open("/proc/self/smaps", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                fields = line.split()
+                if "-" in fields[0] and len(fields) >= 5 and ":" not in fields[0]:
+                    path = fields[5] if len(fields) > 5 else ""
+                    if path.endswith(("index.db", "memory.db")):
+                        kind = "sqlite_mmap"
+                    elif path.endswith((".onnx.data", ".safetensors")):
+                        kind = "model_weights_mmap"
+                    elif ".so" in path:
+                        kind = "libraries"
+                    elif path.startswith("/"):
+                        kind = "other_files"
+                    else:
+                        kind = "anonymous"
+                elif fields[0] == "Rss:":
+                    kinds[kind] = kinds.get(kind, 0.0) + int(fields[1]) / 1024
+    except OSError:
+        pass
+    return {k: round(v, 1) for k, v in sorted(kinds.items())}
+
+
+# Runs a module as `python -m` would, then writes its peak RSS (VmHWM, in kB) to a file.
+_PEAK_PROBE = """
+import atexit, os, runpy, sys
+def _write_peak():
+    with open("/proc/self/status") as status:
+        peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    with open(os.environ["VAULTCTX_BENCH_PEAK_FILE"], "w") as out:
+        out.write(peak)
+atexit.register(_write_peak)
+sys.argv = sys.argv[1:]
+runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
+"""
+
+
+def run_module_timed(
+    module: str, args: list[str], env: dict[str, str], **popen: object
+) -> tuple[float, float]:
+    """Run `python -m module args` to its end: (wall ms, the process's own peak RSS in MB)."""
+    fd, peak_file = tempfile.mkstemp(prefix="vaultctx-peak-")
+    os.close(fd)
+    try:
+        command = [sys.executable, "-c", _PEAK_PROBE, module, *args]
+        started = time.perf_counter()
+        subprocess.run(
+            command, env={**env, "VAULTCTX_BENCH_PEAK_FILE": peak_file}, check=True, **popen
+        )
+        elapsed = (time.perf_counter() - started) * 1000
+        with open(peak_file, encoding="ascii") as fh:
+            return elapsed, int(fh.read()) / 1024
+    finally:
+        os.unlink(peak_file)
 
 
 def check(label: str, value: float, target: float, *, higher_is_better: bool) -> bool:

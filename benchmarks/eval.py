@@ -1,11 +1,16 @@
 """Retrieval quality of select: one BEIR-format set, or the whole evaluation suite.
 
     python benchmarks/eval.py [DATASET_DIR] [--layout frontmatter|h1] [--workdir DIR] [--limit N]
+    python benchmarks/eval.py [DATASET_DIR] --compare
     python benchmarks/eval.py --suite [--small] [--only NAME ...] [--workdir DIR]
 
 One set (Cranfield by default): the corpus becomes a vault (one note per document), is indexed
 with the default model, and every judged query runs lexical only, vector only and fused;
 nDCG@10, Recall@10/100, MRR@10 and latency per mode, beside the plain RRF baseline.
+
+`--compare`: fused select on three paths side by side — the model on torch with exact float32
+vectors (the old path, its own index), on ONNX Runtime with float32, and on ONNX Runtime with
+the int8 matrix (the default) — and whether each stays within 0.002 nDCG@10 of the first.
 
 `--suite`: every BEIR set under shared/data in both title layouts, and every question set in
 tests/questions at note level (context sets with and without context): one table, a macro
@@ -29,6 +34,13 @@ import suite  # noqa: E402
 MODES = {"lexical": ["lexical"], "vector": ["vector"], "fused": None}
 # Targets of the Select issues: plain RRF + 0.02 on every BEIR set, and recall kept.
 MARGIN_OVER_PLAIN = 0.02
+# --compare: (embedding backend, vector precision); the first is the baseline.
+PATHS = {
+    "torch-float32": ("torch", "float32"),
+    "onnx-float32": ("onnx", "float32"),
+    "onnx-int8": ("onnx", "int8"),
+}
+SAME_QUALITY = 0.002
 
 
 def default_workdir() -> Path:
@@ -83,6 +95,50 @@ def one_dataset(args: argparse.Namespace, embedder) -> int:
     return 0 if ok else 1
 
 
+def compare_paths(args: argparse.Namespace) -> int:
+    from vaultctx.workspace.embeddings import Embedder
+
+    dataset = Path(args.dataset)
+    fused: dict[str, dict] = {}
+    for name, (backend, precision) in PATHS.items():
+        settings = {"vector_precision": precision}
+        if backend == "torch":  # vectors of its own, beside the default index
+            settings["index_dir"] = ".vaultctx-torch"
+        rows = suite.run_beir(
+            dataset,
+            args.layout,
+            Path(args.workdir),
+            Embedder(backend=backend),
+            {"fused": None},
+            baseline=False,
+            limit=args.limit,
+            settings=settings,
+        )
+        fused[name] = rows[0].metrics
+    print(f"\n{dataset.name} ({args.layout} layout), fused select")
+    print(f"{'path':<16}{'nDCG@10':>9}{'R@10':>8}{'R@100':>8}{'p50 ms':>9}")
+    for name, m in fused.items():
+        print(
+            f"{name:<16}{m['ndcg@10']:>9.4f}{m['recall@10']:>8.3f}{m['recall@100']:>8.3f}"
+            f"{m['p50_ms']:>9.1f}"
+        )
+    first, *others = fused
+    ok = True
+    for name in others:
+        delta = abs(fused[name]["ndcg@10"] - fused[first]["ndcg@10"])
+        ok &= check(
+            f"|{name} - {first}| fused nDCG@10", delta, SAME_QUALITY, higher_is_better=False
+        )
+    emit_figures(
+        "eval_compare",
+        {
+            "dataset": dataset.name,
+            **{f"{n}_{k}": round(v, 4) for n, m in fused.items() for k, v in m.items()},
+        },
+    )
+    return 0 if ok else 1
+
+
 def whole_suite(args: argparse.Namespace, embedder) -> int:
     only = (lambda name: any(o in name for o in args.only)) if args.only else (lambda name: True)
     rows = suite.run_suite(
@@ -115,6 +171,7 @@ def main() -> int:
     parser.add_argument("--layout", choices=suite.LAYOUTS, default="frontmatter")
     parser.add_argument("--workdir", default=str(default_workdir()))
     parser.add_argument("--limit", type=int, help="evaluate only the first N judged queries")
+    parser.add_argument("--compare", action="store_true", help="torch and ONNX paths side by side")
     parser.add_argument("--suite", action="store_true", help="run the whole evaluation suite")
     parser.add_argument("--small", action="store_true", help="with --suite: only what CI runs")
     parser.add_argument("--only", nargs="*", help="with --suite: datasets whose name has one")
@@ -122,6 +179,8 @@ def main() -> int:
 
     from vaultctx.workspace.embeddings import Embedder
 
+    if args.compare:
+        return compare_paths(args)
     embedder = Embedder()
     return whole_suite(args, embedder) if args.suite else one_dataset(args, embedder)
 

@@ -9,7 +9,14 @@ Builds (once, cached) a synthetic vault of ~10k blocks, indexes it (with embeddi
 * `vaultctx select --json` through the running server (a fresh CLI process each time);
 * cold CLI starts (no server): `--no-vectors`, and full hybrid unless `--no-vectors`.
 
+Before that, on the example vault (54 notes): cold `vaultctx select --json` with and without
+vectors (p50 and each process's peak RSS), and how long `vaultctx serve` and `vaultctx mcp`
+take to be ready (server.json written; the MCP initialize answered) and to answer their
+first select after that. With `--baseline OTHER_CHECKOUT/src` each of these runs on that
+code too, alternating with this checkout's, so old and new are compared under one load.
+
     python benchmarks/serve_bench.py [--blocks 10000] [--no-vectors] [--queries 200]
+                                     [--baseline SRC] [--start-runs 5]
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import http.client
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import time
@@ -26,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import check, emit_figures, offline_env, percentile
+from common import REPO, check, code_env, emit_figures, offline_env, percentile, run_module_timed
 from synthvault import blocks_to_notes, generate_queries, generate_vault
 
 offline_env()
@@ -34,10 +42,21 @@ offline_env()
 from vaultctx import Workspace  # noqa: E402
 from vaultctx.server.client import read_server_file  # noqa: E402
 
-WORKDIR = Path("/tmp/vaultctx-bench/serve")
+WORKDIR = Path(os.environ.get("VAULTCTX_BENCH_WORKDIR", "/tmp/vaultctx-bench/serve"))
 CLIENTS = 8
 TARGETS = {"warm_p95_ms": 100.0, "cli_via_server_p50_ms": 100.0, "cold_lexical_p50_ms": 400.0}
 SEARCHABLE_TARGET_S = 1.0
+# Cold-start issue, on the example vault: (figure, target, higher is better)
+START_TARGETS = [
+    ("cold_hybrid_p50_ms", 1000.0),
+    ("cold_hybrid_peak_rss_mb", 250.0),
+    ("cold_no_vectors_p50_ms", 400.0),
+    ("serve_ready_p50_s", 2.0),
+    ("serve_first_select_p50_ms", 200.0),
+    ("mcp_ready_p50_s", 2.0),
+    ("mcp_first_select_p50_ms", 200.0),
+]
+EXAMPLE_QUERY = "how do I keep the colony from swarming"
 
 
 def build_vault(blocks: int, embed: bool) -> Path:
@@ -57,22 +76,25 @@ def build_vault(blocks: int, embed: bool) -> Path:
 
 
 class Server:
-    """`vaultctx serve` in its own process, as a desktop app would run it."""
+    """`vaultctx serve` in its own process, as a desktop app would run it; `ready_s` is how
+    long it took to announce itself in server.json."""
 
     def __init__(self, vault: Path, env: dict[str, str], *flags: str) -> None:
         self.vault = vault
+        started = time.perf_counter()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "vaultctx", "serve", str(vault), "--port", "0", *flags],
             env=env,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 300
         info = None
         while info is None or info.pid != self.process.pid:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("vaultctx serve did not start")
-            time.sleep(0.1)
+            time.sleep(0.005)
             info = read_server_file(vault)
+        self.ready_s = time.perf_counter() - started
         self.port = info.port
         self.token = Path(info.token_path).read_text().strip()
 
@@ -95,6 +117,106 @@ class Server:
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(30)
+
+
+def example_vault() -> Path:
+    """examples/vault, copied and indexed with vectors by this checkout's code."""
+    vault = WORKDIR / "example"
+    if not vault.exists():
+        shutil.copytree(REPO / "examples" / "vault", vault)
+    with Workspace.open(vault) as ws:
+        ws.index()
+    return vault
+
+
+def cold_select(vault: Path, env: dict[str, str], *flags: str) -> tuple[float, float]:
+    """One cold `vaultctx select --json` (no server): wall ms and the process's peak RSS."""
+    args = ["select", EXAMPLE_QUERY, "-V", str(vault), "--json", *flags]
+    return run_module_timed("vaultctx", args, env, stdout=subprocess.DEVNULL)
+
+
+def serve_start(vault: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(seconds until `vaultctx serve` is ready, ms of its first select right after)."""
+    server = Server(vault, env)
+    try:
+        started = time.perf_counter()
+        while True:  # code that announces itself before it listens refuses at first
+            conn = server.connection()
+            try:
+                answer = server.select(conn, {"query": EXAMPLE_QUERY, "k": 10})
+                break
+            except ConnectionRefusedError:
+                time.sleep(0.005)
+        first_ms = (time.perf_counter() - started) * 1000
+        conn.close()
+        assert answer["diagnostics"]["retrieval_path"] == "hybrid_rrf", answer["diagnostics"]
+    finally:
+        server.stop()
+    return server.ready_s, first_ms
+
+
+def mcp_start(vault: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(seconds until `vaultctx mcp` answered initialize, ms of its first select tool call),
+    driven by the MCP SDK's own stdio client, as a desktop client would."""
+    import anyio
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "vaultctx", "mcp", str(vault)], env=env
+    )
+
+    async def session() -> tuple[float, float]:
+        started = time.perf_counter()
+        async with Client(params, read_timeout_seconds=120) as client:
+            ready = time.perf_counter() - started
+            started = time.perf_counter()
+            result = await client.call_tool("select", {"query": EXAMPLE_QUERY, "k": 10})
+            first_ms = (time.perf_counter() - started) * 1000
+        diagnostics = result.structured_content["diagnostics"]
+        assert diagnostics["retrieval_path"] == "hybrid_rrf", diagnostics
+        return ready, first_ms
+
+    return anyio.run(session)
+
+
+def start_figures(baseline: str | None, runs: int) -> dict[str, dict[str, float]]:
+    """Cold CLI, serve and mcp starts on the example vault, each variant in turn."""
+    vault = example_vault()
+    config = {"VAULTCTX_CONFIG_DIR": str(WORKDIR / "config")}
+    variants = {"current": code_env(None, **config)}
+    if baseline:
+        variants = {"baseline": code_env(baseline, **config), **variants}
+    samples: dict[str, dict[str, list[float]]] = {name: {} for name in variants}
+    for round_ in range(runs):
+        order = list(variants) if round_ % 2 == 0 else list(variants)[::-1]
+        for name in order:
+            env = variants[name]
+            measured = {}
+            measured["cold_hybrid_p50_ms"], measured["cold_hybrid_peak_rss_mb"] = cold_select(
+                vault, env
+            )
+            measured["cold_no_vectors_p50_ms"], measured["cold_no_vectors_peak_rss_mb"] = (
+                cold_select(vault, env, "--no-vectors")
+            )
+            measured["serve_ready_p50_s"], measured["serve_first_select_p50_ms"] = serve_start(
+                vault, env
+            )
+            measured["mcp_ready_p50_s"], measured["mcp_first_select_p50_ms"] = mcp_start(vault, env)
+            for key, value in measured.items():
+                samples[name].setdefault(key, []).append(value)
+    figures = {
+        name: {
+            key: round(max(values) if key.endswith("rss_mb") else percentile(values, 50), 3)
+            for key, values in got.items()
+        }
+        for name, got in samples.items()
+    }
+    print(f"\nexample vault, {runs} alternating runs each (peak RSS: the largest run)")
+    print(f"{'':32}" + "".join(f"{name:>12}" for name in figures))
+    for key in figures["current"]:
+        print(f"{key:32}" + "".join(f"{f[key]:>12.3f}" for f in figures.values()))
+    return figures
 
 
 def cli_ms(vault: Path, env: dict[str, str], query: str, *flags: str, runs: int) -> list[float]:
@@ -140,12 +262,14 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--no-vectors", action="store_true", help="lexical + graph only")
     parser.add_argument("--cli-runs", type=int, default=10)
+    parser.add_argument("--baseline", metavar="SRC", help="another checkout's src, run too")
+    parser.add_argument("--start-runs", type=int, default=5, help="0: skip the start figures")
     args = parser.parse_args()
     WORKDIR.mkdir(parents=True, exist_ok=True)
     hybrid = not args.no_vectors
+    starts = start_figures(args.baseline, args.start_runs) if hybrid and args.start_runs else {}
     vault = build_vault(args.blocks, embed=hybrid)
-    env = {**os.environ, "VAULTCTX_CONFIG_DIR": str(WORKDIR / "config")}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # CLI starts as installed: bytecode cached
+    env = code_env(None, VAULTCTX_CONFIG_DIR=str(WORKDIR / "config"))
     queries = generate_queries(args.queries, seed=1)
     flags = {} if hybrid else {"no_vectors": True}
     cli_flags = () if hybrid else ("--no-vectors",)
@@ -209,7 +333,9 @@ def main() -> int:
         SEARCHABLE_TARGET_S,
         higher_is_better=False,
     )
-    emit_figures("serve", figures)
+    for key, target in START_TARGETS if starts else []:
+        ok &= check(f"example vault {key}", starts["current"][key], target, higher_is_better=False)
+    emit_figures("serve", {**figures, "example_vault": starts})
     return 0 if ok else 1
 
 

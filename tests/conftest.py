@@ -178,6 +178,27 @@ def account_dir(
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One ONNX export cache for the session (an export takes a second), never the user's;
+    set before any module-scoped model loads."""
+    path = tmp_path_factory.mktemp("model-cache")
+    previous = os.environ.get("VAULTCTX_CACHE_DIR")
+    os.environ["VAULTCTX_CACHE_DIR"] = str(path)
+    yield path
+    if previous is None:
+        os.environ.pop("VAULTCTX_CACHE_DIR", None)
+    else:
+        os.environ["VAULTCTX_CACHE_DIR"] = previous
+
+
+@pytest.fixture(autouse=True)
+def _model_cache_environment(
+    _no_vaultctx_environment: None, model_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VAULTCTX_CACHE_DIR", str(model_cache))
+
+
 @pytest.fixture
 def example_vault(tmp_path: Path) -> Path:
     """A fresh copy of examples/vault, never indexed."""
@@ -198,8 +219,8 @@ def make_vault(tmp_path: Path) -> Callable[..., Path]:
 
 
 @pytest.fixture(scope="session")
-def embedder() -> Iterator[object]:
-    """One loaded embedding model shared by every slow test (loading takes seconds)."""
+def embedder(model_cache: Path) -> Iterator[object]:
+    """One loaded embedding model shared by every slow test."""
     from vaultctx.workspace.embeddings import Embedder
 
     model = Embedder()

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from vaultctx import Workspace
 
 HEAVY = ("torch", "sentence_transformers", "transformers", "litellm", "networkx", "scipy")
@@ -73,3 +75,14 @@ def test_help_lists_every_command_module() -> None:
     )
     for command in ("index", "status", "select", "open", "touch", "serve", "mcp"):
         assert f"  {command} " in done.stdout
+
+
+@pytest.mark.slow
+def test_hybrid_select_runs_the_model_without_torch(example_vault: Path, embedder: object) -> None:
+    with Workspace.open(example_vault, embedder=embedder) as ws:
+        ws.index()
+    query = "keeping the colony from leaving"
+    output, loaded = run_probe("select", query, "-V", str(example_vault), "--json")
+    assert json.loads(output)["diagnostics"]["retrieval_path"] == "hybrid_rrf"
+    model_stack = ("torch", "sentence_transformers", "transformers")
+    assert [m for m in loaded if m.split(".")[0] in model_stack] == []

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -19,11 +20,14 @@ NOTES = {
 }
 
 
-def run_session(vault: Path, steps: Callable) -> object:
+PASSED_ENV = ("PATH", "HOME", "PYTHONPATH", "VAULTCTX_CACHE_DIR")
+
+
+def run_session(vault: Path, steps: Callable, *flags: str) -> object:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "vaultctx", "mcp", str(vault), "--no-vectors"],
-        env={k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "PYTHONPATH")},
+        args=["-m", "vaultctx", "mcp", str(vault), *flags],
+        env={k: v for k, v in os.environ.items() if k in PASSED_ENV},
     )
 
     async def main() -> object:
@@ -59,7 +63,7 @@ def test_mcp_tools_select_and_read_notes_read_only(make_vault: Callable[..., Pat
             "in_channel": in_channel,
         }
 
-    result = run_session(vault, steps)
+    result = run_session(vault, steps, "--no-vectors")
     tools = result["tools"]
     assert set(tools) == {"select", "read_note", "context", "memory_search", "touch"}
     for name, tool in tools.items():
@@ -119,3 +123,19 @@ def test_mcp_touch_is_the_open_note_select_then_favours(make_vault: Callable[...
         in_process = [c.id for c in ws.select("security encryption", k=4).candidates]
         assert ws.select("security encryption", k=1).candidates[0].path == "Publish/Security.md"
     assert over_mcp == in_process
+
+
+@pytest.mark.slow
+def test_mcp_with_vectors_answers_its_first_select_with_the_model(
+    make_vault: Callable[..., Path], embedder: object
+) -> None:
+    vault = make_vault(NOTES)
+    with Workspace.open(vault, embedder=embedder) as ws:
+        ws.index()
+
+    async def steps(client: Client) -> object:
+        return await client.call_tool("select", {"query": "mites in the colony", "k": 3})
+
+    selected = run_session(vault, steps)
+    assert not selected.is_error
+    assert selected.structured_content["diagnostics"]["retrieval_path"] == "hybrid_rrf"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -244,6 +245,19 @@ def test_server_file_announces_the_server_and_goes_away(workspace: Workspace) ->
         assert (info.port, info.pid) == (running.port, os.getpid())
         assert running.token not in (workspace.root / SERVER_FILE).read_text()
     assert read_server_file(workspace.root) is None
+
+
+def test_the_port_accepts_connections_before_the_server_file_exists(
+    workspace: Workspace,
+) -> None:
+    """server.json is written before uvicorn listens; a client that reads it at once must
+    wait for an answer, not be refused."""
+    server = LocalServer(workspace, watch=False, warm=False)
+    early = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    with server:
+        early.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        assert early.recv(64).startswith(b"HTTP/1.1 200")
+    early.close()
 
 
 def _cli_select(vault: Path, *args: str) -> dict:

@@ -49,7 +49,8 @@ def serve(vault: str, port: int, no_watch: bool, no_embed: bool, allow_origin: s
 @click.option("--no-vectors", is_flag=True, help="Lexical and graph only: never loads the model.")
 def mcp(vault: str, no_vectors: bool) -> None:
     """Expose VAULT to AI desktop clients over MCP (stdio): select and read_note, read-only."""
-    from ..mcp_server import create_mcp_server
-
     with open_workspace(vault) as ws:
+        ws.warm_up(use_vectors=not no_vectors)  # while the MCP SDK loads and the client connects
+        from ..mcp_server import create_mcp_server
+
         create_mcp_server(ws, use_vectors=not no_vectors).run("stdio")

@@ -87,7 +87,7 @@ class Selector:
 
     def __init__(self, workspace: Workspace) -> None:
         self.ws = workspace
-        self.vectors = VectorStore()
+        self.vectors = VectorStore(workspace.config.vector_precision)
         self.graph = LinkGraphStore()
         self.retrievers: dict[str, Retriever] = {}
         self._pool: ThreadPoolExecutor | None = None

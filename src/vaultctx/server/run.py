@@ -1,8 +1,9 @@
 """Run the API with uvicorn on 127.0.0.1, beside the vault watcher, and announce it.
 
 `LocalServer` owns the lifecycle a desktop app or `vaultctx serve` needs: bind a loopback
-port, warm the model and caches, start the watcher, write `<vault>/.vaultctx/server.json`
-so the CLI finds the server, and undo all of it on exit.
+port, start warming the model and caches in the background, start the watcher, write
+`<vault>/.vaultctx/server.json` so the CLI finds the server (it is ready then; a request
+that comes before the model has loaded waits only for the rest), and undo it all on exit.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from collections.abc import AsyncIterator
 
 import uvicorn
 
-from ..errors import VaultctxError
 from ..workspace import Workspace
 from ..workspace.watch import VaultWatcher
 from .app import MAX_BODY_BYTES, create_app
@@ -25,6 +25,7 @@ from .client import ServerInfo, remove_server_file, write_server_file
 
 HOST = "127.0.0.1"
 _START_TIMEOUT_S = 30.0
+_BACKLOG = 2048  # uvicorn's default
 
 
 class LocalServer:
@@ -61,7 +62,7 @@ class LocalServer:
         """Serve until interrupted (Ctrl-C / SIGTERM), then stop the watcher and clean up."""
         try:
             if self.warm:
-                self._warm_up()
+                self.workspace.warm_up(use_vectors=self.workspace.config.embed)
             if self.watch:
                 self.watcher = self.workspace.watch()
             app = create_app(
@@ -120,11 +121,6 @@ class LocalServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _warm_up(self) -> None:
-        """Load the model, the vector matrix and the link graph before the first request."""
-        with contextlib.suppress(VaultctxError):  # not indexed yet: the watcher will index
-            self.workspace.select("warm up", k=1, use_vectors=self.workspace.config.embed)
-
 
 def _bind_loopback(port: int) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -137,5 +133,8 @@ def _bind_loopback(port: int) -> socket.socket:
     except OSError:
         sock.close()
         raise
+    # Listen now: uvicorn only listens after the lifespan startup that writes server.json,
+    # and a client that read the file in between was refused; now it waits in the backlog.
+    sock.listen(_BACKLOG)
     sock.set_inheritable(True)
     return sock

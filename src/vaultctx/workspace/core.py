@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -11,11 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import CONFIG_DIRNAME, Config, load_config
-from ..errors import NoteNotFound, NotIndexed, VaultNotFound
+from ..errors import NoteNotFound, NotIndexed, VaultctxError, VaultNotFound
 from .db import IndexDatabase, WriterLock
 from .embeddings import Embedder
 from .graph import build_graph
 from .indexer import Indexer, IndexReport, Progress
+
+log = logging.getLogger(__name__)
+
+_WARM_JOIN_S = 60.0  # a first export of the model takes a few seconds on a slow machine
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -66,6 +72,7 @@ class Workspace:
         self._refiner: Refiner | None = None
         self._watchers: list[VaultWatcher] = []
         self._memory: AgentMemoryFacade | None = None
+        self._warm_thread: threading.Thread | None = None
 
     @classmethod
     def open(
@@ -90,7 +97,7 @@ class Workspace:
         if not isinstance(config, Config):
             config = load_config(root, config)
         if embedder is None:
-            embedder = Embedder(config.embedding_model)
+            embedder = Embedder(config.embedding_model, backend=config.embedding_backend)
         db = IndexDatabase(index_dir(root, config) / "index.db")
         return cls(root, config, db, embedder)
 
@@ -237,6 +244,36 @@ class Workspace:
             max_per_note=max_per_note,
             retrievers=retrievers,
         )
+
+    def warm_up(self, *, use_vectors: bool = True) -> threading.Thread:
+        """Load what the first select needs — the embedding model, the vector matrix, the
+        link graph, the index's pages — in a background thread, and return that thread.
+
+        Servers call this as they start, so they answer at once; a select that arrives
+        meanwhile waits only for what is still loading. The model is loaded even before the
+        index has vectors, for the watcher's first embedding run. `use_vectors=False`, or
+        config `embed = false`, leaves the model unloaded. Calling it again is free.
+        """
+        with self._selector_lock:
+            if self._warm_thread is None:
+                vectors = use_vectors and self.config.embed
+                self._warm_thread = threading.Thread(
+                    target=self._warm, args=(vectors,), name="vaultctx-warm", daemon=True
+                )
+                self._warm_thread.start()
+            return self._warm_thread
+
+    def _warm(self, vectors: bool) -> None:
+        started = time.perf_counter()
+        try:
+            with contextlib.suppress(NotIndexed):  # nothing to warm yet: the watcher indexes
+                self.select("warm up", k=1, use_vectors=vectors)
+            if vectors:
+                self.embedder.load()  # loaded by the select above if the index has vectors
+        except VaultctxError as exc:  # queries will say it too (and fall back to lexical)
+            log.warning("warm-up stopped: %s", exc)
+        else:
+            log.info("warm in %.2f s", time.perf_counter() - started)
 
     # --- refine --------------------------------------------------------------------------
 
@@ -398,10 +435,12 @@ class Workspace:
 
         Returns the started watcher; call its `stop()` (or `close()` this workspace). With
         `catch_up`, edits made while nothing watched are indexed first. `on_index(report)`
-        runs in the watcher's thread after each run that changed the index.
+        runs in the watcher's thread after each run that changed the index. It starts
+        `warm_up()` too, so the first embedding run finds the model loaded.
         """
         from .watch import VaultWatcher
 
+        self.warm_up(use_vectors=self.config.embed if embed is None else embed)
         watcher = VaultWatcher(
             self, embed=embed, debounce_ms=debounce_ms, catch_up=catch_up, on_index=on_index
         )
@@ -414,6 +453,8 @@ class Workspace:
         for watcher in self._watchers:
             watcher.stop()
         self._watchers.clear()
+        if self._warm_thread is not None:
+            self._warm_thread.join(_WARM_JOIN_S)  # it reads the index being closed
         if self._memory is not None:
             self._memory.close()
             self._memory = None

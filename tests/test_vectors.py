@@ -1,0 +1,131 @@
+"""The in-memory vector matrix: int8 codes with a scale per row, scored like float32."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from test_select import NOTES, HashEmbedder
+from vaultctx import Workspace
+from vaultctx.pipeline.vectors import (
+    SPLIT_ROWS,
+    Int8Matrix,
+    VectorStore,
+    dot_rows,
+    load_matrix,
+    quantize_rows,
+)
+
+
+def unit_rows(n: int, dim: int, seed: int = 0) -> np.ndarray:
+    rows = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+@given(
+    arrays(
+        np.float32,
+        st.tuples(st.integers(0, 20), st.integers(1, 16)),
+        elements=st.floats(-1, 1, width=32),
+    )
+)
+@example(np.array([[3e-45, 0.0], [0.0, 0.0]], dtype=np.float32))  # a tiny peak, a zero row
+def test_codes_times_scale_give_back_each_value_within_half_a_step(vectors: np.ndarray) -> None:
+    with np.errstate(divide="raise", invalid="raise"):  # no zero scale, no NaN cast to int8
+        codes, scales = quantize_rows(vectors)
+    assert codes.dtype == np.int8 and scales.dtype == np.float32
+    assert np.abs(codes.astype(np.int16)).max(initial=0) <= 127
+    restored = codes * scales[:, None]
+    assert np.all(np.abs(restored - vectors) <= scales[:, None] / 2 + 1e-7)
+
+
+def test_int8_scores_stay_close_to_exact_ones_and_rank_alike() -> None:
+    vectors = unit_rows(5000, 384)
+    queries = unit_rows(20, 384, seed=1)
+    matrix = Int8Matrix.quantize(vectors)
+    assert matrix.nbytes < vectors.nbytes / 3.9
+    for query in queries:
+        exact = vectors @ query
+        approx = dot_rows(matrix, query)
+        bound = np.abs(query).sum() * matrix.scales / 2  # the worst case, per row
+        assert np.all(np.abs(approx - exact) <= bound + 1e-6)
+        assert np.abs(approx - exact).max() < 0.01
+        top_exact = set(np.argsort(-exact)[:10])
+        assert len(top_exact & set(np.argsort(-approx)[:10])) >= 8
+
+
+def test_rows_of_an_int8_matrix_read_as_float32_vectors() -> None:
+    vectors = unit_rows(50, 32)
+    matrix = Int8Matrix.quantize(vectors)
+    rows = np.array([3, 7, 49])
+    assert matrix.shape == (50, 32) and len(matrix) == 50
+    assert matrix[rows].dtype == np.float32
+    np.testing.assert_allclose(matrix[rows], vectors[rows], atol=0.01)
+
+
+def test_large_int8_matrices_are_scored_in_two_halves_with_the_same_result() -> None:
+    matrix = Int8Matrix.quantize(unit_rows(SPLIT_ROWS + 7, 16))
+    vector = unit_rows(1, 16, seed=2)[0]
+    with ThreadPoolExecutor(1) as helper:
+        halves = dot_rows(matrix, vector, helper)
+    np.testing.assert_allclose(halves, dot_rows(matrix, vector), rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture
+def indexed(make_vault):
+    with Workspace.open(make_vault(NOTES), embedder=HashEmbedder()) as ws:
+        ws.index()
+        yield ws
+
+
+def test_the_int8_store_finds_what_the_float32_store_finds(indexed) -> None:
+    conn = indexed.db.connect()
+    model = indexed.embedder.model_id
+    exact = load_matrix(conn, "g", model, "float32")
+    small = load_matrix(conn, "g", model, "int8")
+    assert isinstance(exact.matrix, np.ndarray) and isinstance(small.matrix, Int8Matrix)
+    assert exact.block_ids.tolist() == small.block_ids.tolist()
+    assert exact.block_ids.tolist() == sorted(exact.block_ids.tolist())  # rows in block order
+    stored = dict(
+        conn.execute(
+            "SELECT b.id, e.vector FROM blocks b JOIN embeddings e ON e.hash = b.embed_hash"
+        ).fetchall()
+    )
+    for row, block_id in enumerate(exact.block_ids.tolist()):
+        assert exact.matrix[row].tobytes() == stored[block_id]
+        assert (
+            exact.note_ids[row]
+            == indexed.db.connect()
+            .execute("SELECT note_id FROM blocks WHERE id = ?", (block_id,))
+            .fetchone()[0]
+        )
+    np.testing.assert_allclose(small.matrix[np.arange(small.size)], exact.matrix, atol=0.01)
+    for text in ("smoker pine needles", "queen seen in hive", "marsupials island"):
+        query = indexed.embedder.encode_query(text)
+        ids, scores, _ = exact.search(query, 3)
+        ids_small, scores_small, _ = small.search(query, 3)
+        assert ids_small[0] == ids[0]
+        np.testing.assert_allclose(scores_small, scores, atol=0.01)
+
+
+def test_the_store_keeps_int8_by_default_and_float32_on_request(indexed) -> None:
+    conn = indexed.db.connect()
+    model = indexed.embedder.model_id
+    assert isinstance(VectorStore().get(conn, "g", model).matrix, Int8Matrix)
+    assert VectorStore("float32").get(conn, "g", model).matrix.dtype == np.float32
+    selection = indexed.select("smoker pine needles", k=3)
+    assert selection.diagnostics["retrieval_path"] == "hybrid_rrf"
+    assert selection.candidates[0].path == "Equipment/Smoker.md"
+
+
+def test_an_index_without_vectors_gives_an_empty_matrix(make_vault) -> None:
+    with Workspace.open(make_vault(NOTES), embedder=HashEmbedder()) as ws:
+        ws.index(embed=False)
+        matrix = load_matrix(ws.db.connect(), "g", ws.embedder.model_id)
+    assert matrix.size == 0
+    assert matrix.search(np.ones(64, np.float32), 5)[0].size == 0
