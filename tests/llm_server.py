@@ -57,7 +57,7 @@ class Request:
     """One request the server received."""
 
     path: str
-    headers: dict[str, str]
+    headers: dict[str, str]  # names lower-cased: HTTP header names are case-insensitive
     body: dict[str, Any]
 
     @property
@@ -209,7 +209,8 @@ class LLMServer:
                 except json.JSONDecodeError:
                     self._send(400, {"error": {"message": "request body is not JSON"}})
                     return
-                request = Request(path, dict(self.headers.items()), body)
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                request = Request(path, headers, body)
                 reply = server._next_reply(request)
                 if reply.delay and server._closing.wait(reply.delay):
                     return

@@ -55,7 +55,7 @@ def test_complete_returns_text_usage_and_an_ok_record(llm_server: LLMServer) -> 
     body = llm_server.requests[0].body
     assert body["model"] == "test-gate"
     assert body["messages"] == HELLO
-    assert llm_server.requests[0].headers["Authorization"] == "Bearer sk-local"
+    assert llm_server.requests[0].headers["authorization"] == "Bearer sk-local"
 
 
 def test_tool_calls_come_back_provider_neutral(llm_server: LLMServer) -> None:
