@@ -32,6 +32,7 @@ test-fast: install
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/lint-imports
 
 bench: install
 	$(PY) benchmarks/index_bench.py

@@ -27,13 +27,14 @@ from common import DATA, REPO, check, emit_figures, load_beir, offline_env, perc
 offline_env()
 sys.path.insert(0, str(REPO / "tests"))
 
-from eval import ndcg_at, write_vault  # noqa: E402
+from suite import ndcg_at, write_beir_vault  # noqa: E402
 from llm_server import LLMServer, Reply, Request  # noqa: E402
 from synthvault import blocks_to_notes, generate_queries, generate_vault  # noqa: E402
 from vaultctx import Workspace  # noqa: E402
 from vaultctx.config import Config  # noqa: E402
 from vaultctx.llm import LLMSettings  # noqa: E402
-from vaultctx.pipeline.refine import GateCache, deterministic_gate  # noqa: E402
+from vaultctx.pipeline.gate import deterministic_gate  # noqa: E402
+from vaultctx.pipeline.refine import GateCache  # noqa: E402
 
 WORKDIR = Path(tempfile.gettempdir()) / "vaultctx-bench"
 GATE_TARGET_MS = 5.0
@@ -193,7 +194,7 @@ def main() -> int:
     corpus, queries, qrels = load_beir(DATA / "cranfield")
     qrels = {q: g for q, g in qrels.items() if q in queries}
     vault = WORKDIR / "cranfield" / "vault"
-    write_vault(corpus, vault)
+    write_beir_vault(corpus, vault, "frontmatter")
     figures: dict = {}
     ok = True
     with Workspace.open(vault) as ws:

@@ -298,6 +298,8 @@ def test_resume_rebuilds_the_same_history_even_after_a_torn_last_line(
     with open_agent_workspace(vault, llm_server) as ws:
         second = ws.ask("And the mites?", session_id=first.session_id)
         rows = load_session(ws, first.session_id)
+        assert ws.session(first.session_id) == rows
+        assert [s.id for s in ws.sessions()] == [first.session_id]
     assert second.session_id == first.session_id
     sent = model.seen["orchestrator"][1].messages
     chat = [m for m in sent if m["role"] in ("user", "assistant")]

@@ -79,6 +79,8 @@ def scifact_abstracts(limit: int) -> list[str]:
 @pytest.mark.slow
 def test_onnx_vectors_equal_sentence_transformers_vectors_on_real_blocks(embedder) -> None:
     pytest.importorskip("sentence_transformers")
+    if not (SHARED_DATA / "scifact").is_dir():
+        pytest.skip("the shared evaluation data is not available")
     texts = [*real_blocks(1700), *scifact_abstracts(300), *EDGE_CASES]
     assert embedder.loaded_backend == "onnx"
     torch_embedder = Embedder(backend="torch")

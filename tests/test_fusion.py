@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vaultctx.pipeline.fusion import Hit, rrf_fuse, rrf_order
+from vaultctx.search.fusion import Hit, rrf_fuse, rrf_order
 
 RETRIEVERS = ["lexical", "vector", "graph", "memory"]
 keys = st.sampled_from([f"block:{i}" for i in range(12)])

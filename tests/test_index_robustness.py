@@ -33,8 +33,8 @@ from vaultctx import (
     VaultNotFound,
     Workspace,
 )
+from vaultctx.workspace.blocks import estimate_tokens
 from vaultctx.workspace.db import IndexDatabase, WriterLock
-from vaultctx.workspace.parser import estimate_tokens
 
 
 def index(root: Path, **config):

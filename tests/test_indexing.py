@@ -19,7 +19,7 @@ from conftest import assert_full_text_matches_blocks, query
 from vaultctx import Embedder, EmbeddingUnavailable, IndexCorrupt, Workspace
 from vaultctx.workspace import migrations
 from vaultctx.workspace import reader as reader_module
-from vaultctx.workspace.parser import estimate_tokens
+from vaultctx.workspace.blocks import estimate_tokens
 
 
 def index(root: Path, **config) -> object:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vaultctx.pipeline.fusion import Hit
 from vaultctx.pipeline.notes import block_order, fuse_scores, lift, roll_up
+from vaultctx.search.fusion import Hit
 
 NAMES = ["lexical", "vector", "memory"]
 note_keys = st.sampled_from([f"note:{i}" for i in range(10)])

@@ -10,7 +10,9 @@ import time
 
 import pytest
 
-from vaultctx.workspace.parser import Link, estimate_tokens, parse_note
+from vaultctx.workspace.blocks import estimate_tokens
+from vaultctx.workspace.links import Link
+from vaultctx.workspace.parser import parse_note
 
 
 def parse(text: str, title: str = "Note", **kw):

@@ -344,7 +344,7 @@ def test_real_model_ranks_by_meaning(example_vault: Path, embedder):
 def test_large_matrices_are_scored_in_two_halves_with_the_same_result():
     from concurrent.futures import ThreadPoolExecutor
 
-    from vaultctx.pipeline.vectors import SPLIT_ROWS, dot_rows
+    from vaultctx.search.vectors import SPLIT_ROWS, dot_rows
 
     rng = np.random.default_rng(0)
     matrix = rng.standard_normal((SPLIT_ROWS + 7, 16)).astype(np.float32)
@@ -355,7 +355,7 @@ def test_large_matrices_are_scored_in_two_halves_with_the_same_result():
 
 
 def test_rows_for_notes_finds_every_block_of_the_notes():
-    from vaultctx.pipeline.vectors import VectorMatrix
+    from vaultctx.search.vectors import VectorMatrix
 
     note_ids = np.array([3, 1, 3, 2, 1, 3], dtype=np.int64)
     order = np.argsort(note_ids, kind="stable")

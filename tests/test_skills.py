@@ -84,6 +84,9 @@ def test_skills_are_discovered_from_the_skills_folder_and_broken_ones_name_note_
     with open_ws(vault) as ws:
         catalog = discover(ws)
         names = [s.name for s in ws.skills()]
+        facade = ws.skill_catalog()  # the facade's door to the same discovery
+    assert facade.skills == catalog.skills
+    assert [str(e) for e in facade.errors] == [str(e) for e in catalog.errors]
     assert names == ["File Todo", "Hive Summary"]
     errors = {e.path: e for e in catalog.errors}
     assert set(errors) == {"Skills/Broken.md", "Skills/Undeclared.md"}
@@ -106,6 +109,7 @@ def test_a_broken_skill_asked_for_by_name_raises_its_own_error(vault: Path) -> N
         with pytest.raises(SkillError, match="no such skill"):
             find_skill(ws, "Nothing")
         assert find_skill(ws, "hive summary").path == "Skills/Hive Summary.md"
+        assert ws.skill("hive summary") == find_skill(ws, "hive summary")
 
 
 @pytest.mark.parametrize(

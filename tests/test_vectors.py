@@ -12,7 +12,7 @@ from hypothesis.extra.numpy import arrays
 
 from test_select import NOTES, HashEmbedder
 from vaultctx import Workspace
-from vaultctx.pipeline.vectors import (
+from vaultctx.search.vectors import (
     SPLIT_ROWS,
     Int8Matrix,
     VectorStore,

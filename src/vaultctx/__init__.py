@@ -6,6 +6,7 @@ The public API. Everything not exported here may change between releases.
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_exports
+from ._version import __version__
 from .errors import (
     ConfigError,
     EmbeddingUnavailable,
@@ -29,10 +30,11 @@ from .errors import (
 if TYPE_CHECKING:
     from .agent import TurnResult
     from .config import Config
+    from .facade import Workspace
     from .llm import LLMSettings
     from .pipeline.context import ContextItem, SessionContext
     from .pipeline.models import Candidate, Filters, Selection
-    from .workspace import Embedder, IndexReport, IndexStatus, Workspace
+    from .workspace import Embedder, IndexReport, IndexStatus
 
 # Exports that pull in pydantic or numpy load on first use (PEP 562), so `import vaultctx`
 # and the CLI's server client start fast. Add heavy exports here, not as imports above.
@@ -41,7 +43,7 @@ _LAZY = {
     "Embedder": ".workspace",
     "IndexReport": ".workspace",
     "IndexStatus": ".workspace",
-    "Workspace": ".workspace",
+    "Workspace": ".facade",
     "LLMSettings": ".llm",
     "Candidate": ".pipeline.models",
     "Filters": ".pipeline.models",
@@ -54,8 +56,6 @@ _LAZY = {
 
 __getattr__ = lazy_exports(__name__, _LAZY, globals())
 
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Candidate",

@@ -14,10 +14,9 @@ from typing import Any
 from mcp.server import MCPServer
 from mcp.types import ToolAnnotations
 
-from . import __version__
+from ._version import __version__
 from .errors import NoteNotFound
-from .pipeline import Filters
-from .workspace import Workspace
+from .facade import Filters, Workspace
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False

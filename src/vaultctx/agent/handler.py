@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__
+from .._version import __version__
 from ..errors import NoteNotFound
 from ..llm import LLMSettings, count_tokens
 from ..permissions import Asker, Capability, PermissionGuard, load_policy
@@ -32,7 +32,7 @@ from .trace import CompletionTrace
 from .workspace_vault import WorkspaceVault
 
 if TYPE_CHECKING:
-    from ..workspace import Workspace
+    from .ports import TurnWorkspace
     from .skills import SkillRun
 
 log = logging.getLogger(__name__)
@@ -76,21 +76,21 @@ class TurnResult:
         }
 
 
-def sessions_dir(ws: Workspace) -> Path:
+def sessions_dir(ws: TurnWorkspace) -> Path:
     """Sessions live beside the index: `<vault>/.vaultctx/sessions/` by default."""
     return ws.db.path.parent / SESSIONS_DIRNAME
 
 
-def list_sessions(ws: Workspace) -> list[SessionSummary]:
+def list_sessions(ws: TurnWorkspace) -> list[SessionSummary]:
     return list_session_files(sessions_dir(ws))
 
 
-def load_session(ws: Workspace, session_id: str) -> list[dict[str, Any]]:
+def load_session(ws: TurnWorkspace, session_id: str) -> list[dict[str, Any]]:
     """Every readable row of one session, header first. `SessionNotFound` if none."""
     return SessionLog.open(sessions_dir(ws), session_id).rows()
 
 
-def cited_notes(ws: Workspace, answer: str) -> tuple[str, ...]:
+def cited_notes(ws: TurnWorkspace, answer: str) -> tuple[str, ...]:
     """The `[[path]]` citations of an answer that name notes in the index, deduplicated."""
     found: list[str] = []
     for target in CITATION.findall(answer):
@@ -116,7 +116,7 @@ class AgentRequestHandler:
 
     def __init__(
         self,
-        ws: Workspace,
+        ws: TurnWorkspace,
         *,
         session_id: str | None = None,
         model: str | None = None,

@@ -26,7 +26,7 @@ from .tools import VAULT_TOOL_SCHEMAS, function_schema
 from .vault import IndexedVault
 
 if TYPE_CHECKING:
-    from ..workspace import Workspace
+    from .ports import TurnWorkspace
 
 MAX_OFFERED_SKILLS = 5
 MAX_SKILL_CALLS = 5
@@ -118,7 +118,7 @@ def tool_names(skills: Sequence[Skill]) -> dict[str, Skill]:
     return named
 
 
-def skills_for_turn(ws: Workspace, question: str) -> TurnSkills:
+def skills_for_turn(ws: TurnWorkspace, question: str) -> TurnSkills:
     """The vault's valid skills, and the few offered for `question`."""
     catalog = discover(ws)
     named = tool_names(catalog.skills)
@@ -133,7 +133,9 @@ def skills_for_turn(ws: Workspace, question: str) -> TurnSkills:
     return TurnSkills(by_tool, tuple(by_tool[tool] for tool in offered))
 
 
-def _ranked(ws: Workspace, question: str, named: Mapping[str, Skill], *, k: int) -> dict[str, str]:
+def _ranked(
+    ws: TurnWorkspace, question: str, named: Mapping[str, Skill], *, k: int
+) -> dict[str, str]:
     """Up to `MAX_OFFERED_SKILLS` tools, best first, with why: select's rank of their notes
     among the skill notes (broken skill notes rank too, hence `k` beyond the limit)."""
     tool_of = {skill.path: tool for tool, skill in named.items()}

@@ -35,10 +35,10 @@ from .. import prompts
 from ..errors import NoteNotFound, SkillError
 from ..llm import count_tokens
 from ..permissions import Capability, PermissionGuard
-from ..workspace.parser import split_frontmatter
+from ..workspace.frontmatter import split_frontmatter
 
 if TYPE_CHECKING:
-    from ..workspace import Workspace
+    from .ports import TurnWorkspace
     from .vault import IndexedVault
 
 INPUT_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "list": list}
@@ -174,7 +174,7 @@ class SkillCatalog:
     errors: tuple[SkillError, ...]
 
 
-def discover(ws: Workspace) -> SkillCatalog:
+def discover(ws: TurnWorkspace) -> SkillCatalog:
     """The skills of the vault: indexed notes under `config.skills_folder`, each parsed
     from its file (the index keeps no frontmatter types)."""
     folder = ws.config.skills_folder.strip("/")
@@ -195,7 +195,7 @@ def discover(ws: Workspace) -> SkillCatalog:
     return SkillCatalog(tuple(skills), tuple(errors))
 
 
-def find_skill(ws: Workspace, name: str) -> Skill:
+def find_skill(ws: TurnWorkspace, name: str) -> Skill:
     """The skill called `name` (its name, or its note's path or file name, any case).
     A broken note of that name raises its own error rather than "not found"."""
     wanted = name.strip().lower().removesuffix(".md")

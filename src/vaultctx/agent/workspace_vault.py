@@ -17,7 +17,7 @@ from ..permissions import confine
 from .vault import read_note_text
 
 if TYPE_CHECKING:
-    from ..workspace import Workspace
+    from .ports import TurnWorkspace
 
 
 def appended(existing: str, text: str) -> str:
@@ -46,7 +46,7 @@ def write_atomically(target: Path, text: str) -> None:
 class WorkspaceVault:
     """`IndexedVault` over an open Workspace: the warm select, the index and memory."""
 
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: TurnWorkspace) -> None:
         self.ws = ws
         self.root = ws.root
 

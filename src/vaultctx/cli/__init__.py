@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from .. import __version__
+from .._version import __version__
 from ..errors import VaultctxError
 from .output import error
 

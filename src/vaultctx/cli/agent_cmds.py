@@ -133,10 +133,8 @@ def sessions() -> None:
 @json_option
 def sessions_list(vault: str, as_json: bool) -> None:
     """Every session of the vault, most recent first."""
-    from ..agent import list_sessions
-
     with open_workspace(vault) as ws:
-        found = list_sessions(ws)
+        found = ws.sessions()
     if as_json:
         emit_json({"sessions": [s.to_dict() for s in found]})
         return
@@ -153,10 +151,8 @@ def sessions_list(vault: str, as_json: bool) -> None:
 @json_option
 def sessions_show(session_id: str, vault: str, as_json: bool) -> None:
     """Every row of session SESSION_ID: messages, tool calls and results, traces."""
-    from ..agent import load_session
-
     with open_workspace(vault) as ws:
-        rows = load_session(ws, session_id)
+        rows = ws.session(session_id)
     if as_json:
         emit_json({"id": session_id, "rows": rows})
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
@@ -11,11 +12,13 @@ from rich.table import Table
 
 from ..config import Config, config_path, config_sources, load_config, save_config_values
 from ..errors import ConfigError, VaultNotFound
-from ..pipeline.context import SessionContext
 from . import cli
 from .common import json_option, open_workspace, vault_option
 from .output import console, emit_json
 from .select_cmds import build_filters, filter_body, filter_options
+
+if TYPE_CHECKING:
+    from ..facade import SessionContext
 
 
 @cli.command()
@@ -47,7 +50,7 @@ def context(
 
     Uses a `vaultctx serve` running for the vault when there is one, else runs in-process.
     """
-    from ..server.client import request_server
+    from ..server.client import request_server  # http.client: only for commands that query
 
     body = {
         "query": query,
@@ -62,6 +65,8 @@ def context(
         if as_json:
             emit_json(contract)
         else:
+            from ..facade import SessionContext  # pydantic: only to read the server's answer
+
             render_context(SessionContext.model_validate(contract))
         return
     filters = build_filters(**filter_args)

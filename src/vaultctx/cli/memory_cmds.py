@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
 from ..errors import ConfigError
-from ..memory import Memory
 from . import cli
 from .common import json_option, open_workspace, vault_option
 from .output import console, emit_json
+
+if TYPE_CHECKING:
+    from ..facade import Memory
 
 TIERS = click.Choice(["conversation", "channel", "workspace", "account"])
 KINDS = click.Choice(["semantic", "episodic", "procedural"])

@@ -17,7 +17,7 @@ from .output import emit_json
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from ..pipeline import Filters, Selection
+    from ..facade import Filters, Selection
 
 # rich, pydantic and numpy are imported inside the functions that need them: a `--json`
 # query answered by a warm server must not pay for them.
@@ -56,7 +56,7 @@ def build_filters(
     until: _dt.datetime | None,
     kinds: tuple[str, ...],
 ) -> Filters:
-    from ..pipeline import Filters
+    from ..facade import Filters  # pydantic: only once a query runs
 
     return Filters(
         path=path_glob,
@@ -119,7 +119,7 @@ def select(
 
     Uses a `vaultctx serve` running for the vault when there is one, else answers in-process.
     """
-    from ..server.client import request_server
+    from ..server.client import request_server  # http.client: only for commands that query
 
     body = {
         "query": query,
@@ -133,7 +133,7 @@ def select(
         if as_json:
             emit_json(contract)
             return
-        from ..pipeline import Selection
+        from ..facade import Selection  # pydantic: only to read the server's answer
 
         render_selection(Selection.model_validate(contract))
         return
@@ -207,7 +207,7 @@ def _fold(text: str) -> str:
 
 def highlight_words(query: str) -> list[str]:
     """Query words worth highlighting, as folded prefixes (so 'mites' lights up 'mite')."""
-    from ..pipeline.lexical import STOP_WORDS
+    from ..facade import STOP_WORDS  # with the results it highlights
 
     words = [_fold(w) for w in re.findall(r"[^\W_]+", query)]
     return [w[: max(4, len(w) - 2)] for w in words if w not in STOP_WORDS and len(w) > 2]

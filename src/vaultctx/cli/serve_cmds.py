@@ -26,7 +26,7 @@ def serve(vault: str, port: int, no_watch: bool, no_embed: bool, allow_origin: s
     Every request but /health needs the bearer token kept in the user's config folder;
     `vaultctx select` finds the server by itself.
     """
-    from ..server.auth import token_path
+    from ..server.auth import token_path  # Starlette and uvicorn: only for `serve`
     from ..server.run import LocalServer
     from .output import err_console
 
@@ -51,6 +51,6 @@ def mcp(vault: str, no_vectors: bool) -> None:
     """Expose VAULT to AI desktop clients over MCP (stdio): select and read_note, read-only."""
     with open_workspace(vault) as ws:
         ws.warm_up(use_vectors=not no_vectors)  # while the MCP SDK loads and the client connects
-        from ..mcp_server import create_mcp_server
+        from ..mcp_server import create_mcp_server  # the MCP SDK: only for `mcp`
 
         create_mcp_server(ws, use_vectors=not no_vectors).run("stdio")

@@ -41,10 +41,8 @@ def skills() -> None:
 @json_option
 def skills_list(vault: str, as_json: bool) -> None:
     """Every skill of the vault, and the skill notes that are invalid."""
-    from ..agent.skills import discover
-
     with open_workspace(vault) as ws:
-        catalog = discover(ws)
+        catalog = ws.skill_catalog()
     problems = [{"path": e.path, "field": e.field, "message": str(e)} for e in catalog.errors]
     if as_json:
         emit_json({"skills": [s.to_dict() for s in catalog.skills], "errors": problems})
@@ -64,10 +62,8 @@ def skills_list(vault: str, as_json: bool) -> None:
 @json_option
 def skills_show(name: str, vault: str, as_json: bool) -> None:
     """A skill's inputs, capabilities, model, links and template."""
-    from ..agent.skills import find_skill
-
     with open_workspace(vault) as ws:
-        skill = find_skill(ws, name)
+        skill = ws.skill(name)
     if as_json:
         emit_json(skill.to_dict())
         return

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from ..errors import LLMFailed
-from ..pipeline.lexical import STOP_WORDS
+from ..search.query import STOP_WORDS
 from .models import Memory, MemoryKind, Observation
 
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ class LLMExtractor:
         self._raw = DeterministicExtractor()
 
     def extract(self, turn: Turn) -> list[Observation]:
-        from ..llm import complete_structured
+        from ..llm import complete_structured  # the client and prompts: only with a model
         from ..prompts import memory_extract_messages
 
         text = turn.user.strip()

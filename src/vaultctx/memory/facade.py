@@ -32,8 +32,7 @@ from .writing import Counters, MemoryWrites
 
 if TYPE_CHECKING:
     from ..pipeline import Selector
-    from ..workspace.core import Workspace
-    from ..workspace.embeddings import Embedder
+    from ..workspace import Embedder, Vault
 
 DEFAULT_TURN_K = 8
 
@@ -90,23 +89,26 @@ class AgentMemoryFacade:
         self._retriever = MemoryRetriever(self._retriever_search)
 
     @classmethod
-    def for_workspace(cls, ws: Workspace) -> AgentMemoryFacade:
-        """Memory beside the index (`memory.db`), the account's under the user data dir.
+    def for_vault(
+        cls, vault: Vault, embed_query: Callable[[str], np.ndarray] | None = None
+    ) -> AgentMemoryFacade:
+        """Memory beside the vault's index (`memory.db`), the account's under the user data
+        dir. `embed_query` shares a warm query-vector cache (the select's) with memory.
 
         Vectors are used when the vault's index has them (or has not been built yet), so a
         vault indexed without embeddings never loads the model for its memories either.
         With `llm_model` configured, turns are extracted by the model (`LLMExtractor`)."""
-        cfg = ws.config
-        indexed_model = ws.db.get_meta("embedding_model")
-        never_indexed = ws.db.get_meta("last_indexed") is None
+        cfg = vault.config
+        indexed_model = vault.db.get_meta("embedding_model")
+        never_indexed = vault.db.get_meta("last_indexed") is None
         vectors = cfg.embed and (
-            indexed_model == ws.embedder.model_id or (never_indexed and indexed_model is None)
+            indexed_model == vault.embedder.model_id or (never_indexed and indexed_model is None)
         )
         return cls(
-            ws.db.path.parent / MEMORY_DB,
-            vault_scope=str(ws.root),
-            embedder=ws.embedder if vectors else None,
-            embed_query=(lambda text: ws.selector.embed_query(text)) if vectors else None,
+            vault.db.path.parent / MEMORY_DB,
+            vault_scope=str(vault.root),
+            embedder=vault.embedder if vectors else None,
+            embed_query=embed_query if vectors else None,
             half_lives={
                 Tier.CONVERSATION: cfg.memory_half_life_days_conversation,
                 Tier.CHANNEL: cfg.memory_half_life_days_channel,

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..pipeline.vectors import dot_rows
+from ..search.vectors import dot_rows
 from .models import MemoryKind, Tier
 
 KIND_CODES = {kind: code for code, kind in enumerate(MemoryKind)}

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..pipeline.fusion import DEFAULT_RRF_K, Hit, rrf_fuse
+from ..search.fusion import DEFAULT_RRF_K, Hit, rrf_fuse
 from .extract import ARC_KEY
 from .models import Memory, MemoryKind, Tier
 from .places import Target

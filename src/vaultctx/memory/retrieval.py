@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..pipeline.fusion import Hit
 from ..pipeline.models import Candidate
-from ..pipeline.select import RetrievalRequest
+from ..pipeline.retrievers import RetrievalRequest
+from ..search.fusion import Hit
 from .models import Memory
 
 

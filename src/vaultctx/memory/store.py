@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..pipeline import lexical
+from ..search.query import QueryTokenizer, build_query
 from ..workspace.db import IndexDatabase
 from .migrations import migrate_memory
 from .mirror import Scope, VectorMirror
@@ -280,10 +280,10 @@ class MemoryRepository(DraftWriting):
         conn = self.connect()
         tokenizer = getattr(self._secure, "tokenizer", None)
         if tokenizer is None:
-            tokenizer = self._secure.tokenizer = lexical.QueryTokenizer(conn, "memories_fts")
+            tokenizer = self._secure.tokenizer = QueryTokenizer(conn, "memories_fts")
         tokenizer.df_cache.clear()  # memories change with every turn: count afresh
         total = max(1, self.mirror.size)
-        built = lexical.build_query(text, tokenizer, total)
+        built = build_query(text, tokenizer, total)
         if built.match is None:
             return []
         where, args = scope_filter(scopes, kinds, prefix="m.")

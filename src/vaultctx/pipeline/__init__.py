@@ -1,8 +1,9 @@
 """The context pipeline: select (retrievers + fusion) and refine (the gate)."""
 
-from .fusion import Hit, rrf_fuse
+from ..search.fusion import Hit, rrf_fuse
 from .models import Candidate, Filters, NoteHit, Selection, Source
-from .select import RetrievalRequest, Retriever, Selector
+from .retrievers import RetrievalRequest, Retriever
+from .select import Selector
 
 __all__ = [
     "Candidate",

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from .fusion import Hit, rrf_order
+from ..search.fusion import Hit, rrf_order
+from ..search.vectors import VectorMatrix, dot_rows
 from .models import Candidate, CandidateKind, Source
 from .notes import RankedNote, block_order, note_id, note_key
-from .vectors import VectorMatrix, dot_rows
 
 BLOCK_LISTS = ("lexical", "vector")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from .fusion import Fused, Hit, Provenance
+from ..search.fusion import Fused, Hit, Provenance
 
 FURTHER_BLOCK_FACTOR = 0.5
 RANK_SCALE = 10.0  # a list without comparable scores: rank r counts 10 / (10 + r - 1)

@@ -17,22 +17,24 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import EmbeddingUnavailable, InvalidQuery
+from ..search.fusion import Hit, rrf_order
+from ..search.query import LexicalQuery, QueryTokenizer, build_query
+from ..search.vectors import VectorStore
 from . import lexical
 from .candidates import block_notes, build_candidates, note_paths
 from .filters import allowed_notes
-from .fusion import Hit, rrf_order
 from .graphwalk import LinkGraphStore, context_seeds, proximity
 from .models import Filters, Selection
 from .notes import RankedNote, fuse_scores, lift, note_id, note_key, roll_up
-from .vectors import VectorStore
+from .retrievers import RetrievalRequest, Retriever
 
 if TYPE_CHECKING:
-    from ..workspace.core import Workspace
+    from ..workspace import Vault
 
 # Deep enough that a hundred notes reach fusion from each side: what refine needs, and what
 # Recall@100 measures.
@@ -44,30 +46,6 @@ DEFAULT_MAX_PER_NOTE = 3
 FEEDBACK_DOCS = 3
 FEEDBACK_WEIGHT = 1.0
 FEEDBACK_POOL = 1000
-
-
-@dataclass
-class RetrievalRequest:
-    """What a pluggable retriever is asked: the query, how many hits, which notes are
-    allowed (None: all), and the query vector when one was computed."""
-
-    query: str
-    limit: int
-    filters: Filters
-    allowed: set[int] | None = None
-    query_vector: np.ndarray | None = None
-
-
-class Retriever(Protocol):
-    """A source of candidates that fusion can rank beside the built-in ones (e.g. memories).
-
-    `retrieve` returns hits best first; each hit's payload must carry a ready `candidate`
-    (a `Candidate`), since select only knows how to build block candidates itself.
-    """
-
-    name: str
-
-    def retrieve(self, request: RetrievalRequest) -> Sequence[Hit]: ...
 
 
 @dataclass
@@ -83,11 +61,11 @@ class _Run:
 
 
 class Selector:
-    """Holds the warm state of select for one workspace: vectors, the link graph, threads."""
+    """Holds the warm state of select for one vault: vectors, the link graph, threads."""
 
-    def __init__(self, workspace: Workspace) -> None:
-        self.ws = workspace
-        self.vectors = VectorStore(workspace.config.vector_precision)
+    def __init__(self, vault: Vault) -> None:
+        self.ws = vault
+        self.vectors = VectorStore(vault.config.vector_precision)
         self.graph = LinkGraphStore()
         self.retrievers: dict[str, Retriever] = {}
         self._pool: ThreadPoolExecutor | None = None
@@ -330,11 +308,11 @@ class Selector:
         store_size: int,
         allowed: set[int] | None,
         generation: str | None,
-    ) -> tuple[lexical.LexicalQuery | None, _Run]:
+    ) -> tuple[LexicalQuery | None, _Run]:
         t0 = time.perf_counter()
         try:
-            tokenizer = lexical.QueryTokenizer(conn, df_cache=self._df_cache(generation))
-            built = lexical.build_query(text, tokenizer, store_size)
+            tokenizer = QueryTokenizer(conn, df_cache=self._df_cache(generation))
+            built = build_query(text, tokenizer, store_size)
             table = None
             if allowed is not None:
                 table = "temp.vx_allowed"

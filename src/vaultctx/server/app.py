@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .. import __version__
+from .._version import __version__
 from ..errors import (
     ConfigError,
     EmbeddingUnavailable,
@@ -37,13 +37,11 @@ from ..errors import (
     NotIndexed,
     VaultctxError,
 )
-from ..memory.models import MemoryKind, Tier
-from ..pipeline import Filters
+from ..facade import Filters, MemoryKind, Tier
 from .auth import authorized
 
 if TYPE_CHECKING:
-    from ..workspace import Workspace
-    from ..workspace.watch import VaultWatcher
+    from ..facade import VaultWatcher, Workspace
 
 MAX_BODY_BYTES = 1024 * 1024
 OPEN_PATHS = frozenset({"/health"})

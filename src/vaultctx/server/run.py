@@ -17,8 +17,7 @@ from collections.abc import AsyncIterator
 
 import uvicorn
 
-from ..workspace import Workspace
-from ..workspace.watch import VaultWatcher
+from ..facade import VaultWatcher, Workspace
 from .app import MAX_BODY_BYTES, create_app
 from .auth import load_or_create_token, token_path
 from .client import ServerInfo, remove_server_file, write_server_file

@@ -1,23 +1,26 @@
-"""The vault layer: discovery, parsing, the SQLite index, embeddings and the link graph."""
+"""The storage layer: a vault folder and its index — discovery, parsing, the SQLite schema and
+writer, embeddings, the link graph, watching. It imports nothing above `config` and `errors`."""
 
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .core import IndexStatus, Workspace
     from .embeddings import Embedder
     from .indexer import IndexReport
+    from .vault import IndexStatus, Vault
+    from .watch import VaultWatcher
 
-__all__ = ["Embedder", "IndexReport", "IndexStatus", "Workspace"]
+__all__ = ["Embedder", "IndexReport", "IndexStatus", "Vault", "VaultWatcher"]
 
 # Loaded on first use (PEP 562): an index worker process imports `workspace.reader` and
 # should not pay for numpy and pydantic.
 _LAZY = {
     "Embedder": ".embeddings",
     "IndexReport": ".indexer",
-    "IndexStatus": ".core",
-    "Workspace": ".core",
+    "IndexStatus": ".vault",
+    "Vault": ".vault",
+    "VaultWatcher": ".watch",
 }
 
 

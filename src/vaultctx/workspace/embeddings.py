@@ -107,7 +107,7 @@ class Embedder:
         location = _model_location(self.name)
         try:
             if self.backend != "torch":
-                from .onnx_export import UnsupportedModel, read_spec
+                from .onnx_export import UnsupportedModel, read_spec  # when a model loads
 
                 try:
                     spec = read_spec(Path(location))
@@ -121,7 +121,7 @@ class Embedder:
                     from .onnx_cache import load_encoder
 
                     return load_encoder(spec, self.model_id)
-            from .encoders import TorchEncoder
+            from .encoders import TorchEncoder  # torch: only for models ONNX cannot run
 
             return TorchEncoder(location)
         except EmbeddingUnavailable:

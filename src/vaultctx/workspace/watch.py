@@ -1,7 +1,7 @@
 """Live re-index: watch the vault and index changed notes while queries keep running.
 
 A background thread turns file events (from `watchfiles`, debounced) into vault-relative
-note paths and hands them to `Workspace.index(paths=...)`. Each note is written in one
+note paths and hands them to `Vault.index(paths=...)`. Each note is written in one
 transaction, so a query running beside a re-index sees the old note or the new one, never
 half of it. A folder created or moved in, or a changed `.vaultctxignore`, triggers a full
 incremental run instead (its files send no events of their own); a deleted folder expands to
@@ -15,14 +15,15 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import VaultctxError
 from .indexer import IndexReport
 from .scanner import ALWAYS_IGNORED, IGNORE_FILENAME, is_note_path, load_ignore_spec
 
 if TYPE_CHECKING:
-    from .core import Workspace
+    from ..config import Config
+    from .db import IndexDatabase
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +43,20 @@ class ChangeSet:
         return self.full or bool(self.paths)
 
 
+class WatchedVault(Protocol):
+    """What the watcher needs of a `Vault` (which creates it): where it is, and `index`."""
+
+    root: Path
+    config: Config
+    db: IndexDatabase
+
+    def index(
+        self, *, embed: bool | None = None, paths: list[str] | None = None
+    ) -> IndexReport: ...
+
+
 class VaultWatcher:
-    """Watches one workspace's vault in a daemon thread; `stop()` ends it.
+    """Watches one vault in a daemon thread; `stop()` ends it.
 
     `on_index(report)` is called after each run that changed the index (from the watcher's
     thread); `last_error` holds the most recent failure, which is retried until it clears.
@@ -51,22 +64,22 @@ class VaultWatcher:
 
     def __init__(
         self,
-        workspace: Workspace,
+        vault: WatchedVault,
         *,
         embed: bool | None = None,
         debounce_ms: int = DEFAULT_DEBOUNCE_MS,
         catch_up: bool = True,
         on_index: Callable[[IndexReport], None] | None = None,
     ) -> None:
-        self.workspace = workspace
+        self.vault = vault
         self.embed = embed
         self.debounce_ms = debounce_ms
         self.catch_up = catch_up
         self.on_index = on_index
         self.last_error: str | None = None
         self.runs = 0
-        self._root = workspace.root
-        self._index_dir = workspace.db.path.parent.resolve()
+        self._root = vault.root
+        self._index_dir = vault.db.path.parent.resolve()
         self._spec = load_ignore_spec(self._root)
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -131,7 +144,7 @@ class VaultWatcher:
 
     def _index(self, changes: ChangeSet) -> bool:
         """One incremental run; False when it failed and should be retried."""
-        ws = self.workspace
+        ws = self.vault
         embed = ws.config.embed if self.embed is None else self.embed
         try:
             # Text first, so the edit is searchable at once; then the vectors of new blocks,
@@ -192,7 +205,7 @@ class VaultWatcher:
 
     def _indexed_under(self, folder: str) -> list[str]:
         prefix = folder.rstrip("/") + "/"
-        rows = self.workspace.db.connect().execute(
+        rows = self.vault.db.connect().execute(
             "SELECT path FROM notes WHERE path >= ? AND path < ?", (prefix, prefix[:-1] + "0")
         )
         return [row[0] for row in rows]

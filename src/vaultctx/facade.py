@@ -1,0 +1,333 @@
+"""`Workspace`: the object users hold. A `Vault` (the folder and its index) with select,
+refine, memory and the agent wired on top; the CLI, HTTP server and MCP server call it and
+import nothing below it.
+
+Every layer it composes loads on first use: `vaultctx index` never pays for the agent, and a
+select never imports litellm.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ._lazy import lazy_exports
+from .errors import NotIndexed, VaultctxError
+from .workspace import Embedder, IndexReport, IndexStatus, Vault, VaultWatcher
+
+if TYPE_CHECKING:
+    from .agent import SessionSummary, TurnResult
+    from .agent.handler import EventHandler
+    from .agent.skills import Skill, SkillCatalog
+    from .memory import AgentMemoryFacade, Memory, MemoryKind, Tier
+    from .pipeline import Filters, Selection, Selector
+    from .pipeline.context import SessionContext
+    from .pipeline.refine import Refiner
+    from .search.query import STOP_WORDS
+
+__all__ = [
+    "STOP_WORDS",
+    "Embedder",
+    "Filters",
+    "IndexReport",
+    "IndexStatus",
+    "Memory",
+    "MemoryKind",
+    "Selection",
+    "SessionContext",
+    "Tier",
+    "VaultWatcher",
+    "Workspace",
+]
+
+# What the interfaces (CLI, HTTP server, MCP) name besides `Workspace`, so they import nothing
+# below the facade; loaded on first use (PEP 562), as each pulls in its layer.
+_LAZY = {
+    "Filters": "vaultctx.pipeline.models",
+    "Selection": "vaultctx.pipeline.models",
+    "SessionContext": "vaultctx.pipeline.context",
+    "Memory": "vaultctx.memory.models",
+    "MemoryKind": "vaultctx.memory.models",
+    "Tier": "vaultctx.memory.models",
+    "STOP_WORDS": "vaultctx.search.query",
+}
+
+__getattr__ = lazy_exports(__name__, _LAZY, globals())
+
+log = logging.getLogger(__name__)
+
+_WARM_JOIN_S = 60.0  # a first export of the model takes a few seconds on a slow machine
+
+
+class Workspace(Vault):
+    """A vault, its index and everything that answers over it. Open with
+    `Workspace.open(path)`; use as a context manager or call `close()`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._selector_lock = threading.Lock()  # never waits for a running index()
+        self._selector: Selector | None = None
+        self._refiner: Refiner | None = None
+        self._memory: AgentMemoryFacade | None = None
+        self._warm_thread: threading.Thread | None = None
+
+    # --- select --------------------------------------------------------------------------
+
+    @property
+    def selector(self) -> Selector:
+        """The warm select state (vectors, link graph, threads), created on first use."""
+        if self._selector is None:
+            from .memory.paths import memory_exists  # no memory package for a plain select
+            from .pipeline import Selector  # numpy and the vector matrix: first select only
+
+            created = False
+            with self._selector_lock:
+                if self._selector is None:
+                    self._selector = Selector(self)
+                    created = True
+            if created and (self._memory is not None or memory_exists(self.db.path.parent)):
+                self.memory.attach(self._selector)
+        return self._selector
+
+    @property
+    def memory(self) -> AgentMemoryFacade:
+        """Tiered memory of this vault and its user (`memory.db` beside the index), opened
+        on first use. Closing the workspace flushes its background writes."""
+        if self._memory is None:
+            from .memory import AgentMemoryFacade  # pydantic models: only when memory is used
+
+            with self._selector_lock:
+                if self._memory is None:
+                    self._memory = AgentMemoryFacade.for_vault(self, self._embed_query)
+        return self._memory
+
+    def _embed_query(self, text: str) -> Any:
+        """A query vector from the select's warm embedder cache (memory shares it)."""
+        return self.selector.embed_query(text)
+
+    def select(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        filters: Filters | dict[str, Any] | None = None,
+        use_vectors: bool = True,
+        explain: bool = False,
+        max_per_note: int = 3,
+        retrievers: list[str] | None = None,
+    ) -> Selection:
+        """The best blocks (and other candidates) of the notes that best answer `query`:
+        FTS5 and vectors in parallel, weighed per note, notes linked to what was `touch`ed
+        lifted. Deterministic; spends no tokens.
+
+        `use_vectors=False` never loads the embedding model. `retrievers` runs only the
+        named ones (`lexical`, `vector`, `graph`, `memory`); `max_per_note` caps blocks per
+        note (0: no cap).
+        """
+        from .pipeline import Filters  # with the selector, on first select
+
+        self.require_index()
+        if isinstance(filters, dict):
+            filters = Filters(**filters)
+        return self.selector.select(
+            query,
+            k=k,
+            filters=filters,
+            use_vectors=use_vectors,
+            explain=explain,
+            max_per_note=max_per_note,
+            retrievers=retrievers,
+        )
+
+    def warm_up(self, *, use_vectors: bool = True) -> threading.Thread:
+        """Load what the first select needs — the embedding model, the vector matrix, the
+        link graph, the index's pages — in a background thread, and return that thread.
+
+        Servers call this as they start, so they answer at once; a select that arrives
+        meanwhile waits only for what is still loading. The model is loaded even before the
+        index has vectors, for the watcher's first embedding run. `use_vectors=False`, or
+        config `embed = false`, leaves the model unloaded. Calling it again is free.
+        """
+        with self._selector_lock:
+            if self._warm_thread is None:
+                vectors = use_vectors and self.config.embed
+                self._warm_thread = threading.Thread(
+                    target=self._warm, args=(vectors,), name="vaultctx-warm", daemon=True
+                )
+                self._warm_thread.start()
+            return self._warm_thread
+
+    def _warm(self, vectors: bool) -> None:
+        started = time.perf_counter()
+        try:
+            with contextlib.suppress(NotIndexed):  # nothing to warm yet: the watcher indexes
+                self.select("warm up", k=1, use_vectors=vectors)
+            if vectors:
+                self.embedder.load()  # loaded by the select above if the index has vectors
+        except VaultctxError as exc:  # queries will say it too (and fall back to lexical)
+            log.warning("warm-up stopped: %s", exc)
+        else:
+            log.info("warm in %.2f s", time.perf_counter() - started)
+
+    # --- refine --------------------------------------------------------------------------
+
+    @property
+    def refiner(self) -> Refiner:
+        """The refine state (the LLM gate's answer cache), created on first use."""
+        if self._refiner is None:
+            from .pipeline.refine import Refiner  # the gate's prompts: only for context()
+
+            with self._write_lock:
+                if self._refiner is None:
+                    self._refiner = Refiner(self, self.selector.vectors)
+        return self._refiner
+
+    def context(
+        self,
+        query: str,
+        *,
+        budget_tokens: int | None = None,
+        model: str | None = None,
+        k: int = 30,
+        filters: Filters | dict[str, Any] | None = None,
+        use_vectors: bool = True,
+    ) -> SessionContext:
+        """Select, then refine to `budget_tokens` (default: config `budget_tokens`): the
+        SessionContext an agent starts from.
+
+        With a model (`model`, else config `llm_model`) a cheap LLM chooses what to keep;
+        without one, or when it times out (`llm_timeout`), fails or answers nonsense, the
+        deterministic gate does. Never fails because of the model.
+        """
+        from .llm import LLMSettings, warm_up  # litellm itself loads only if a model is set
+
+        budget = self.config.budget_tokens if budget_tokens is None else budget_tokens
+        settings = LLMSettings.resolve(self.config, model=model)
+        if settings.configured:
+            warm_up()  # litellm's import overlaps with select
+        selection = self.select(query, k=k, filters=filters, use_vectors=use_vectors)
+        return self.refiner.refine(
+            selection, budget=budget, settings=settings, use_vectors=use_vectors
+        )
+
+    # --- agent turn ----------------------------------------------------------------------
+
+    def ask(
+        self,
+        question: str,
+        *,
+        session_id: str | None = None,
+        model: str | None = None,
+        asker: Callable[[str, str], bool] | None = None,
+        on_event: EventHandler | None = None,
+    ) -> TurnResult:
+        """One agent turn: context, memory, the Orchestrator with its Researcher, Worker and
+        the vault's skills (each run in a child process that a timeout stops) under the
+        vault's permission policy, an answer citing notes as `[[path]]`.
+
+        `session_id` continues a session (its history is read back from the session file);
+        without it a new session is started. `asker(capability, resource)` answers `ask`
+        permissions; without one they are denied. Raises `LLMNotConfigured` without a model.
+        """
+        from .agent import AgentRequestHandler  # the agent layer: only for agent turns
+
+        handler = AgentRequestHandler(
+            self, session_id=session_id, model=model, asker=asker, on_event=on_event
+        )
+        return handler.handle(question)
+
+    def sessions(self) -> list[SessionSummary]:
+        """Every agent session of the vault, most recent first."""
+        from .agent import list_sessions  # the agent layer: only for agent commands
+
+        return list_sessions(self)
+
+    def session(self, session_id: str) -> list[dict[str, Any]]:
+        """Every row of session `session_id` (messages, tool calls and results, traces).
+        Raises `SessionNotFound`."""
+        from .agent import load_session  # the agent layer: only for agent commands
+
+        return load_session(self, session_id)
+
+    def skills(self) -> list[Skill]:
+        """The valid skills of the vault (notes under config `skills_folder`); notes there
+        that are not valid skills are left out — `skill_catalog()` has their errors."""
+        return list(self.skill_catalog().skills)
+
+    def skill_catalog(self) -> SkillCatalog:
+        """The vault's skills and, for each invalid skill note, the error naming its field."""
+        from .agent.skills import discover  # the agent layer: only for skill commands
+
+        return discover(self)
+
+    def skill(self, name: str) -> Skill:
+        """The skill `name`; raises `SkillError` if there is none or it is invalid."""
+        from .agent.skills import find_skill  # the agent layer: only for skill commands
+
+        return find_skill(self, name)
+
+    def run_skill(
+        self,
+        name: str,
+        inputs: dict[str, Any] | None = None,
+        *,
+        session_id: str | None = None,
+        model: str | None = None,
+        asker: Callable[[str, str], bool] | None = None,
+        on_event: EventHandler | None = None,
+    ) -> TurnResult:
+        """Run the skill `name` as one agent turn: inputs validated, its template rendered,
+        its linked notes in context, and only the capabilities it declares allowed.
+
+        The model is `model`, else the skill's own, else config `llm_model`. Raises
+        `SkillError` (naming the note and field) for a bad skill or inputs before any work.
+        """
+        from .agent import AgentRequestHandler  # the agent layer: only for agent turns
+        from .agent.skills import SkillRun
+
+        skill = self.skill(name)
+        run = SkillRun.prepare(skill, inputs or {})
+        handler = AgentRequestHandler(
+            self,
+            session_id=session_id,
+            model=model or skill.model,
+            asker=asker,
+            on_event=on_event,
+        )
+        return handler.handle(run.message, skill=run)
+
+    # --- live re-index -------------------------------------------------------------------
+
+    def watch(
+        self,
+        *,
+        embed: bool | None = None,
+        debounce_ms: int = 150,
+        catch_up: bool = True,
+        on_index: Callable[[IndexReport], None] | None = None,
+    ) -> VaultWatcher:
+        """`Vault.watch`, after starting `warm_up()` so the first embedding run finds the
+        model loaded."""
+        self.warm_up(use_vectors=self.config.embed if embed is None else embed)
+        return super().watch(
+            embed=embed, debounce_ms=debounce_ms, catch_up=catch_up, on_index=on_index
+        )
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        for watcher in self._watchers:  # before the memory and selector they feed go
+            watcher.stop()
+        self._watchers.clear()
+        if self._warm_thread is not None:
+            self._warm_thread.join(_WARM_JOIN_S)  # it reads the index being closed
+        if self._memory is not None:
+            self._memory.close()
+            self._memory = None
+        if self._selector is not None:
+            self._selector.close()
+        super().close()

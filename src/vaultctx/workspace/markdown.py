@@ -1,0 +1,38 @@
+"""Markdown syntax every parser pass shares: fenced and inline code, heading lines.
+
+Code is masked with spaces (newlines kept) before links, tags and headings are read, which
+keeps every offset and line number of the original text valid.
+"""
+
+from __future__ import annotations
+
+import re
+
+FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.DOTALL)
+
+
+def mask_code(text: str) -> str:
+    """Replace fenced code blocks and inline code spans by spaces, keeping newlines."""
+    lines = text.split("\n")
+    fence: str | None = None
+    for i, line in enumerate(lines):
+        if fence is None:
+            m = FENCE_OPEN.match(line)
+            if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+                fence = m.group(1)
+                lines[i] = " " * len(line)
+        else:
+            stripped = line.strip()
+            if stripped.startswith(fence) and set(stripped) == {fence[0]}:
+                fence = None
+            lines[i] = " " * len(line)
+    masked = "\n".join(lines)
+    if "`" in masked:
+        masked = _INLINE_CODE.sub(lambda m: blank(m.group(0)), masked)
+    return masked
+
+
+def blank(s: str) -> str:
+    return "\n".join(" " * len(part) for part in s.split("\n"))

@@ -1,0 +1,253 @@
+"""`Vault`: one vault folder, its SQLite index, its embedding model and link graph.
+
+The storage half of `vaultctx.Workspace`, which adds select, refine, memory and the agent
+on top (`vaultctx/facade.py`); nothing here knows about those layers.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+from ..config import CONFIG_DIRNAME, Config, load_config
+from ..errors import NoteNotFound, NotIndexed, VaultNotFound
+from .db import IndexDatabase, WriterLock
+from .embeddings import Embedder
+from .graph import build_graph
+from .indexer import Indexer, IndexReport, Progress
+from .watch import VaultWatcher
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    vault: str
+    index_path: str
+    notes: int
+    blocks: int
+    links: int
+    dangling_links: int
+    tags: int
+    aliases: int
+    vectors: int
+    model: str | None
+    index_bytes: int
+    last_indexed: str | None
+    notes_with_problems: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Vault:
+    """A vault on disk and its index. Open with `Vault.open(path)`; use as a context
+    manager or call `close()`."""
+
+    def __init__(self, root: Path, config: Config, db: IndexDatabase, embedder: Embedder) -> None:
+        self.root = root
+        self.config = config
+        self.db = db
+        self.embedder = embedder
+        self._write_lock = threading.Lock()
+        self._graph_cache: tuple[str | None, nx.DiGraph] | None = None
+        self._watchers: list[VaultWatcher] = []
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        config: Config | dict[str, Any] | None = None,
+        *,
+        embedder: Embedder | None = None,
+    ) -> Self:
+        """Open a vault folder, creating its index on first use.
+
+        `config` is a `Config`, or a dict of overrides on top of the vault's config file.
+        Pass an `embedder` to share one loaded model between workspaces; it then decides
+        the model instead of the config.
+        """
+        root = Path(path).expanduser()
+        if not root.exists():
+            raise VaultNotFound(f"vault not found: {root}")
+        if not root.is_dir():
+            raise VaultNotFound(f"vault is not a directory: {root}")
+        root = root.resolve()
+        if not isinstance(config, Config):
+            config = load_config(root, config)
+        if embedder is None:
+            embedder = Embedder(config.embedding_model, backend=config.embedding_backend)
+        db = IndexDatabase(index_dir(root, config) / "index.db")
+        return cls(root, config, db, embedder)
+
+    # --- indexing ------------------------------------------------------------------------
+
+    def index(
+        self,
+        *,
+        embed: bool | None = None,
+        progress: Progress | None = None,
+        paths: list[str] | None = None,
+    ) -> IndexReport:
+        """Bring the index up to date with the vault; only changed notes are re-parsed.
+
+        `embed=False` indexes text and links only. `paths` limits the run to those
+        vault-relative files (created, edited or deleted), as a file watcher reports them.
+        """
+        do_embed = self.config.embed if embed is None else embed
+        with self._write_lock, WriterLock(self.db.path.parent / "index.lock"):
+            indexer = Indexer(
+                self.root,
+                self.db,
+                chunk_tokens=self.config.chunk_tokens,
+                embedder=self.embedder if do_embed else None,
+                progress=progress,
+                workers=self.config.index_workers,
+            )
+            return indexer.run(paths)
+
+    @property
+    def generation(self) -> str | None:
+        """Changes whenever the index content changes: a key for in-memory caches."""
+        return self.db.get_meta("generation")
+
+    def require_index(self) -> None:
+        if self.db.get_meta("last_indexed") is None:
+            raise NotIndexed(f"{self.root} has not been indexed yet: run `vaultctx index`")
+
+    # --- reading -------------------------------------------------------------------------
+
+    def status(self) -> IndexStatus:
+        conn = self.db.connect()
+
+        def count(sql: str, *args: Any) -> int:
+            return int(conn.execute(sql, args).fetchone()[0])
+
+        model = self.db.get_meta("embedding_model")
+        last = self.db.get_meta("last_indexed")
+        return IndexStatus(
+            vault=str(self.root),
+            index_path=str(self.db.path),
+            notes=count("SELECT count(*) FROM notes"),
+            blocks=count("SELECT count(*) FROM blocks"),
+            links=count("SELECT count(*) FROM links WHERE target_id IS NOT NULL"),
+            dangling_links=count("SELECT count(*) FROM links WHERE target_id IS NULL"),
+            tags=count("SELECT count(DISTINCT tag) FROM tags"),
+            aliases=count("SELECT count(*) FROM aliases"),
+            vectors=count(
+                "SELECT count(*) FROM blocks b JOIN embeddings e"
+                " ON e.hash = b.embed_hash AND e.model = ?",
+                model or "",
+            ),
+            model=model,
+            index_bytes=self.db.size_bytes(),
+            last_indexed=(
+                _dt.datetime.fromtimestamp(float(last), _dt.UTC).isoformat(timespec="seconds")
+                if last
+                else None
+            ),
+            notes_with_problems=count("SELECT count(*) FROM notes WHERE problems != '[]'"),
+        )
+
+    def graph(self) -> nx.DiGraph:
+        """The wiki-link graph (nodes: note paths), rebuilt only when the index changed."""
+        generation = self.generation
+        cached = self._graph_cache
+        if cached is None or cached[0] != generation:
+            cached = (generation, build_graph(self.db.connect()))
+            self._graph_cache = cached
+        return cached[1]
+
+    def touch(self, note: str, *, kind: str = "touch") -> str:
+        """Record that the user opened or worked on `note` (path, file name, title or alias):
+        the next selects favour the notes it links to, the most recent touch most. Returns
+        the note's path."""
+        path, note_id = self.resolve_note(note)
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO accesses(note_id, at, kind) VALUES (?, ?, ?)",
+                (note_id, time.time(), kind),
+            )
+        return path
+
+    def resolve_note(self, note: str) -> tuple[str, int]:
+        """Find a note by vault path (with or without .md), file name, title or alias."""
+        conn = self.db.connect()
+        wanted = note.strip().replace("\\", "/").removeprefix("./")
+        queries = (
+            ("SELECT path, id FROM notes WHERE path = ?", wanted),
+            ("SELECT path, id FROM notes WHERE path = ?", f"{wanted}.md"),
+            ("SELECT path, id FROM notes WHERE lower(path) = lower(?)", wanted),
+            ("SELECT path, id FROM notes WHERE lower(path) = lower(?)", f"{wanted}.md"),
+            (
+                "SELECT path, id FROM notes WHERE lower(title) = lower(?) ORDER BY length(path)",
+                wanted,
+            ),
+            (
+                "SELECT n.path, n.id FROM aliases a JOIN notes n ON n.id = a.note_id"
+                " WHERE lower(a.alias) = lower(?) ORDER BY length(n.path)",
+                wanted,
+            ),
+            (
+                "SELECT path, id FROM notes WHERE lower(path) LIKE '%/' || lower(?)"
+                " ORDER BY length(path)",
+                f"{wanted}.md",
+            ),
+        )
+        for sql, arg in queries:
+            row = conn.execute(sql, (arg,)).fetchone()
+            if row:
+                return row[0], row[1]
+        raise NoteNotFound(f"no note named {note!r} in {self.root}")
+
+    # --- live re-index -------------------------------------------------------------------
+
+    def watch(
+        self,
+        *,
+        embed: bool | None = None,
+        debounce_ms: int = 150,
+        catch_up: bool = True,
+        on_index: Callable[[IndexReport], None] | None = None,
+    ) -> VaultWatcher:
+        """Re-index notes as they are saved, in a background thread, while queries run.
+
+        Returns the started watcher; call its `stop()` (or `close()` this workspace). With
+        `catch_up`, edits made while nothing watched are indexed first. `on_index(report)`
+        runs in the watcher's thread after each run that changed the index.
+        """
+        watcher = VaultWatcher(
+            self, embed=embed, debounce_ms=debounce_ms, catch_up=catch_up, on_index=on_index
+        )
+        self._watchers.append(watcher)
+        return watcher.start()
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        for watcher in self._watchers:
+            watcher.stop()
+        self._watchers.clear()
+        self.db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.root)!r})"
+
+
+def index_dir(root: Path, config: Config) -> Path:
+    if config.index_dir:
+        path = Path(config.index_dir).expanduser()
+        return path if path.is_absolute() else root / path
+    return root / CONFIG_DIRNAME

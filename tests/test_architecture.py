@@ -1,0 +1,55 @@
+"""The layers hold at run time too: the storage layer works alone, and `vaultctx.Workspace`
+is the facade built on it. (`lint-imports` checks the static import graph.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO_ROOT
+
+from vaultctx import Workspace
+from vaultctx.workspace import Vault
+
+ABOVE_STORAGE = ("pipeline", "memory", "agent", "llm", "facade", "server", "cli", "mcp_server")
+
+STORAGE_ONLY = """
+import json, sys
+from vaultctx.workspace import Vault
+with Vault.open(sys.argv[1]) as vault:
+    report = vault.index(embed=False)
+    path = vault.touch("Varroa Mites")
+    edges = vault.graph().number_of_edges()
+    status = vault.status()
+loaded = sorted({m.split(".")[1] for m in sys.modules if m.startswith("vaultctx.")})
+print(json.dumps({"notes": status.notes, "path": path, "edges": edges, "loaded": loaded}))
+"""
+
+
+def test_the_vault_indexes_and_answers_without_loading_any_layer_above_it(
+    example_vault: Path,
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", STORAGE_ONLY, str(example_vault)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO_ROOT,
+    )
+    result = json.loads(out.stdout)
+    assert result["notes"] > 0 and result["edges"] > 0
+    assert result["path"].endswith("Varroa Mites.md")
+    assert not set(result["loaded"]) & set(ABOVE_STORAGE), result["loaded"]
+
+
+def test_the_public_workspace_is_the_facade_over_a_vault(example_vault: Path) -> None:
+    assert issubclass(Workspace, Vault) and Workspace.__module__ == "vaultctx.facade"
+    with Workspace.open(example_vault) as ws:
+        ws.index(embed=False)
+        assert repr(ws) == f"Workspace({str(example_vault.resolve())!r})"
+        assert ws.select("varroa", k=3, use_vectors=False).candidates
+        assert ws.sessions() == []
+        assert [s.name for s in ws.skill_catalog().skills] == [s.name for s in ws.skills()]
+        assert ws.skills() and ws.skill(ws.skills()[0].name) == ws.skills()[0]
