@@ -27,8 +27,8 @@ from common import DATA, REPO, check, emit_figures, load_beir, offline_env, perc
 offline_env()
 sys.path.insert(0, str(REPO / "tests"))
 
-from suite import ndcg_at, write_beir_vault  # noqa: E402
 from llm_server import LLMServer, Reply, Request  # noqa: E402
+from suite import ndcg_at, write_beir_vault  # noqa: E402
 from synthvault import blocks_to_notes, generate_queries, generate_vault  # noqa: E402
 from vaultctx import Workspace  # noqa: E402
 from vaultctx.config import Config  # noqa: E402

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from conftest import REPO_ROOT
-
 from vaultctx import Workspace
 from vaultctx.workspace import Vault
 
