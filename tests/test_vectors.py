@@ -19,6 +19,7 @@ from vaultctx.search.vectors import (
     dot_rows,
     load_matrix,
     quantize_rows,
+    top_notes,
 )
 
 
@@ -111,6 +112,28 @@ def test_the_int8_store_finds_what_the_float32_store_finds(indexed) -> None:
         ids_small, scores_small, _ = small.search(query, 3)
         assert ids_small[0] == ids[0]
         np.testing.assert_allclose(scores_small, scores, atol=0.01)
+
+
+def test_note_maxima_of_a_few_rows_equal_those_of_the_whole_matrix_with_the_rest_unscored(
+    indexed,
+) -> None:
+    """Feedback scores only a pool of rows; its notes must rank as if every other row had
+    scored -inf."""
+    matrix = load_matrix(indexed.db.connect(), "g", indexed.embedder.model_id)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        rows = np.sort(rng.choice(matrix.size, size=rng.integers(1, matrix.size), replace=False))
+        scores = rng.standard_normal(rows.size).astype(np.float32)
+        whole = np.full(matrix.size, -np.inf, dtype=np.float32)
+        whole[rows] = scores
+        all_notes, all_best = matrix.note_maxima(whole)
+        scored = np.isfinite(all_best)
+        notes, best = matrix.note_maxima(scores, rows=rows)
+        assert notes.tolist() == all_notes[scored].tolist()
+        assert best.tolist() == all_best[scored].tolist()
+        assert [a.tolist() for a in top_notes((notes, best), 5)] == [
+            a.tolist() for a in top_notes((all_notes, all_best), 5)
+        ]
 
 
 def test_the_store_keeps_int8_by_default_and_float32_on_request(indexed) -> None:

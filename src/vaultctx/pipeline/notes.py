@@ -56,12 +56,11 @@ def fuse_scores(
     0 there, unless `known[list][key]` gives its score (the vector scan scores every note).
     Lists in `by_rank` (a plug-in retriever whose scores mean something else) count by rank.
     Order is total and deterministic: score, then best rank, then key."""
-    active = {name: hits for name, hits in lists.items() if hits}
+    active = {name: hits for name, hits in sorted(lists.items()) if hits}  # fixed sum order
     total = sum(weights.get(name, 1.0) for name in active) or 1.0
     scores: dict[str, float] = {}
     sources: dict[str, dict[str, Provenance]] = {}
-    for name in sorted(active):
-        hits = active[name]
+    for name, hits in active.items():
         weight = weights.get(name, 1.0) / total
         top = max(hits[0].score, 1e-9)
         for rank, hit in enumerate(hits, start=1):
@@ -71,7 +70,7 @@ def fuse_scores(
             found[name] = Provenance(rank, float(hit.score))
             value = RANK_SCALE / (RANK_SCALE + rank - 1) if name in by_rank else hit.score / top
             scores[hit.key] = scores.get(hit.key, 0.0) + weight * max(value, 0.0)
-    for name, values in (known or {}).items():
+    for name, values in sorted((known or {}).items()):
         if name not in active:
             continue
         weight = weights.get(name, 1.0) / total

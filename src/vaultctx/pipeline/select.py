@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import EmbeddingUnavailable, InvalidQuery
 from ..search.fusion import Hit, rrf_order
 from ..search.query import LexicalQuery, QueryTokenizer, build_query
-from ..search.vectors import VectorStore
+from ..search.vectors import VectorStore, top_notes
 from . import lexical
 from .candidates import block_notes, build_candidates, note_paths
 from .filters import allowed_notes
@@ -58,6 +58,7 @@ class _Run:
     pool: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     notes: list[Hit] = field(default_factory=list)  # vector: notes by their best block
     maxima: tuple[np.ndarray, np.ndarray] | None = None  # vector: every note's best score
+    scores: np.ndarray | None = None  # vector: the first pass, one score per row
 
 
 class Selector:
@@ -350,8 +351,8 @@ class Selector:
             return _Run(
                 [], (time.perf_counter() - t0) * 1000, f"embed: {type(exc).__name__}: {exc}"
             )
-        run = _Run(ms=0.0)
-        _fill_vector_run(run, matrix, scores, pool=FEEDBACK_POOL)
+        run = _Run(ms=0.0, scores=scores)
+        _fill_block_hits(run, matrix, scores, pool=FEEDBACK_POOL)
         run.ms = (time.perf_counter() - t0) * 1000
         return run
 
@@ -370,39 +371,51 @@ class Selector:
 
         The second pass scores the first pass's best FEEDBACK_POOL rows and the lexical
         hits, not the whole matrix: feedback moves the query a little, so what it promotes
-        comes from there."""
+        comes from there. Either way the run's notes are ranked here, once: from the pool's
+        new scores, or from the first pass when there is nothing to learn from."""
         t0 = time.perf_counter()
+        run = runs["vector"]
         top = rrf_order({n: runs[n].hits for n in ("lexical", "vector")}, k=self.ws.config.rrf_k)
         matrix = self.vectors.get(self.ws.db.connect(), generation, model)
         rows = matrix.rows_for_blocks(np.sort(_block_ids(top[:FEEDBACK_DOCS])))
         if rows.size == 0:
+            if run.scores is not None:
+                _fill_notes(run, matrix, run.scores)
             return
         refined = query_vector + FEEDBACK_WEIGHT * matrix.matrix[rows].mean(axis=0)
         refined /= np.linalg.norm(refined) or 1.0
         lexical_rows = matrix.rows_for_blocks(
             np.sort(_block_ids([h.key for h in runs["lexical"].hits]))
         )
-        pool = np.union1d(runs["vector"].pool, lexical_rows)
+        pool = np.union1d(run.pool, lexical_rows)
         allowed_arr = None if allowed is None else np.fromiter(sorted(allowed), np.int64)
-        scores = np.full(matrix.size, -np.inf, dtype=np.float32)
-        scores[pool] = matrix.scores(refined.astype(np.float32), allowed_arr, rows=pool)
-        run = runs["vector"]
-        _fill_vector_run(run, matrix, scores)
+        scores = matrix.scores(refined.astype(np.float32), allowed_arr, rows=pool)
+        _fill_block_hits(run, matrix, scores, rows=pool)
+        _fill_notes(run, matrix, scores, rows=pool)
         run.ms += (time.perf_counter() - t0) * 1000
         run.feedback = int(rows.size)
 
 
-def _fill_vector_run(run: _Run, matrix: Any, scores: np.ndarray, pool: int = 0) -> None:
-    """Block hits, note hits and every note's best score, from one score per row."""
-    block_ids, top, pool_rows = matrix.top_blocks(scores, VECTOR_DEPTH, pool=pool)
+def _fill_block_hits(
+    run: _Run, matrix: Any, scores: np.ndarray, *, rows: np.ndarray | None = None, pool: int = 0
+) -> None:
+    """The best blocks (and the `pool` best rows, to score again) from one score per row, or
+    per row of `rows`."""
+    block_ids, top, pool_rows = matrix.top_blocks(scores, VECTOR_DEPTH, rows=rows, pool=pool)
     run.hits = [Hit(f"block:{int(i)}", float(s)) for i, s in zip(block_ids, top, strict=True)]
     if pool:
         run.pool = pool_rows
-    note_ids, note_scores = matrix.best_notes(scores, NOTE_DEPTH)
+
+
+def _fill_notes(
+    run: _Run, matrix: Any, scores: np.ndarray, *, rows: np.ndarray | None = None
+) -> None:
+    """Every scored note's best score, and the best notes, from the same scores."""
+    run.maxima = matrix.note_maxima(scores, rows=rows)
+    note_ids, note_scores = top_notes(run.maxima, NOTE_DEPTH)
     run.notes = [
         Hit(note_key(int(n)), float(s)) for n, s in zip(note_ids, note_scores, strict=True)
     ]
-    run.maxima = matrix.note_maxima(scores)
 
 
 def _block_ids(keys: Sequence[str]) -> np.ndarray:

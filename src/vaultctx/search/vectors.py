@@ -188,22 +188,18 @@ class VectorMatrix:
         top = top[order]
         return self.block_ids[candidates[top]], scores[top], candidates[best]
 
-    def best_notes(self, scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """The n notes whose best block scores highest (scores: one per row): (note ids,
-        best scores), best first, ties by note id. A note's best block speaks for it, so a
-        long note is not favoured for having many blocks."""
-        if self.size == 0 or n <= 0:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        notes, best = self.note_maxima(scores)
-        finite = int(np.isfinite(best).sum())
-        top = _top(best, min(n, finite))
-        order = np.lexsort((notes[top], -best[top]))
-        return notes[top[order]], best[top[order]]
-
-    def note_maxima(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(note ids, sorted; each note's best score) from one score per row."""
+    def note_maxima(
+        self, scores: np.ndarray, *, rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(note ids, sorted; each note's best score) from one score per row, or per row of
+        `rows` (then only those rows' notes)."""
         if self.size == 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        if rows is not None:  # a few rows: group them, not the whole matrix
+            notes, owner = np.unique(self.note_ids[rows], return_inverse=True)
+            best = np.full(notes.size, -np.inf, dtype=np.float32)
+            np.maximum.at(best, owner, scores)
+            return notes, best
         best = np.maximum.reduceat(scores[self.note_order], self.note_starts)
         return self.sorted_note_ids[self.note_starts], best
 
@@ -222,6 +218,17 @@ class VectorMatrix:
             return np.empty(0, dtype=np.int64)
         idx = np.clip(np.searchsorted(self.block_ids, block_ids), 0, self.size - 1)
         return idx[self.block_ids[idx] == block_ids]
+
+
+def top_notes(maxima: tuple[np.ndarray, np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The n best of `note_maxima`'s (note ids, best scores), best first, ties by note id."""
+    notes, best = maxima
+    if notes.size == 0 or n <= 0:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+    finite = int(np.isfinite(best).sum())
+    top = _top(best, min(n, finite))
+    order = np.lexsort((notes[top], -best[top]))
+    return notes[top[order]], best[top[order]]
 
 
 def _top(scores: np.ndarray, n: int) -> np.ndarray:
