@@ -20,14 +20,18 @@ from .errors import NotIndexed, VaultctxError
 from .workspace import Embedder, IndexReport, IndexStatus, Vault, VaultWatcher
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from .agent import SessionSummary, TurnResult
     from .agent.handler import EventHandler
     from .agent.skills import Skill, SkillCatalog
+    from .config import Config
     from .memory import AgentMemoryFacade, Memory, MemoryKind, Tier
     from .pipeline import Filters, Selection, Selector
     from .pipeline.context import SessionContext
     from .pipeline.refine import Refiner
     from .search.query import STOP_WORDS
+    from .workspace.db import IndexDatabase
 
 __all__ = [
     "STOP_WORDS",
@@ -67,8 +71,8 @@ class Workspace(Vault):
     """A vault, its index and everything that answers over it. Open with
     `Workspace.open(path)`; use as a context manager or call `close()`."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, root: Path, config: Config, db: IndexDatabase, embedder: Embedder) -> None:
+        super().__init__(root, config, db, embedder)
         self._selector_lock = threading.Lock()  # never waits for a running index()
         self._selector: Selector | None = None
         self._refiner: Refiner | None = None
