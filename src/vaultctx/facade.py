@@ -185,9 +185,10 @@ class Workspace(Vault):
         if self._refiner is None:
             from .pipeline.refine import Refiner  # the gate's prompts: only for context()
 
-            with self._write_lock:
+            vectors = self.selector.vectors  # takes the lock below itself
+            with self._selector_lock:  # not the write lock: a running index() must not block
                 if self._refiner is None:
-                    self._refiner = Refiner(self, self.selector.vectors)
+                    self._refiner = Refiner(self, vectors)
         return self._refiner
 
     def context(
