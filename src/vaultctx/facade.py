@@ -85,7 +85,7 @@ class Workspace(Vault):
     def selector(self) -> Selector:
         """The warm select state (vectors, link graph, threads), created on first use."""
         if self._selector is None:
-            from .memory.paths import memory_exists  # no memory package for a plain select
+            from .memory.paths import memory_exists  # the memory package: on first select
             from .pipeline import Selector  # numpy and the vector matrix: first select only
 
             created = False
