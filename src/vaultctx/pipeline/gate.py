@@ -9,14 +9,13 @@ the model is slow, down, rate limited or talks nonsense.
 
 from __future__ import annotations
 
-import re
 import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..workspace.blocks import estimate_tokens
+from ..workspace.blocks import TOKEN, estimate_tokens
 from .context import ContextItem
 from .models import Candidate
 
@@ -27,7 +26,6 @@ SHORT_BLOCK_TOKENS = 20  # blocks shorter than this get their neighbours merged 
 LEXICAL_WORDS = 64  # words per candidate compared for lexical similarity
 LEXICAL_DIMENSIONS = 512  # word sets are folded into this many buckets
 GATE_POOL = 100  # candidates deduplicated and diversified; later ones follow in rank order
-_TOKEN = re.compile(r"\w+|[^\w\s]")  # the pattern of workspace.blocks.estimate_tokens
 _PUNCTUATION = str.maketrans(dict.fromkeys(string.punctuation, " "))
 
 
@@ -56,7 +54,7 @@ def truncate_to_tokens(text: str, limit: int) -> str:
     if limit <= 0:
         return ""
     end = 0
-    for count, match in enumerate(_TOKEN.finditer(text), start=1):
+    for count, match in enumerate(TOKEN.finditer(text), start=1):
         end = match.end()
         if count == limit:
             break

@@ -12,7 +12,7 @@ from .links import WIKI_LINK, link_label
 from .markdown import FENCE_OPEN, HEADING
 
 _BLOCK_REF = re.compile(r"(?:^|\s)\^([A-Za-z0-9\-]+)[ \t]*$", re.MULTILINE)
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+TOKEN = re.compile(r"\w+|[^\w\s]")  # one token of estimate_tokens: a word or a mark
 _ASCII_PUNCT = bytes(c for c in range(128) if not (chr(c).isalnum() or c == 95 or chr(c).isspace()))
 _ASCII_SPACE = bytes(c for c in range(128) if chr(c).isspace())  # str's \s, \x1c-\x1f too
 _PUNCT_TO_SPACE = bytes.maketrans(
@@ -51,7 +51,7 @@ def estimate_tokens(text: str) -> int:
         data = text.encode("ascii")
         words = len(data.translate(_PUNCT_TO_SPACE).split())
         return words + len(data) - len(data.translate(None, _ASCII_PUNCT))
-    return len(_TOKEN.findall(text))
+    return len(TOKEN.findall(text))
 
 
 def split_blocks(body: str, masked: str, first_line: int, chunk_tokens: int) -> list[Block]:
@@ -221,7 +221,7 @@ def _split_long(text: str, limit: int) -> list[str]:
         if estimate_tokens(sentence) > limit:
             units = []
             for word in sentence.split():
-                starts = [m.start() for m in _TOKEN.finditer(word)]
+                starts = [m.start() for m in TOKEN.finditer(word)]
                 if len(starts) <= limit:
                     units.append(word)
                     continue
