@@ -3,10 +3,19 @@ blocks of the best notes ordered so that the first candidates span notes."""
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vaultctx.pipeline.notes import block_order, fuse_scores, lift, roll_up
+from vaultctx.pipeline.notes import (
+    block_order,
+    cosine_spread,
+    fuse_scores,
+    length_corrected,
+    lift,
+    roll_up,
+)
 from vaultctx.search.fusion import Hit
 
 NAMES = ["lexical", "vector", "memory"]
@@ -97,3 +106,27 @@ def test_each_further_block_of_a_note_counts_half(note_scores, blocks_per_note):
         if note.key not in first_seen:
             first_seen.append(note.key)
     assert first_seen == [n.key for n in notes]  # notes keep their order
+
+
+@given(
+    st.lists(st.tuples(st.floats(-1.0, 1.0), st.integers(1, 500)), min_size=1, max_size=20),
+    st.floats(0.0, 0.5),
+)
+def test_length_correction_spares_one_block_notes_and_never_rewards_length(notes, spread):
+    best = np.array([b for b, _ in notes], dtype=np.float32)
+    blocks = np.array([n for _, n in notes], dtype=np.int64)
+    corrected = length_corrected(best, blocks, spread)
+    single = blocks == 1
+    np.testing.assert_allclose(corrected[single], best[single])
+    assert (corrected <= best + 1e-6).all()
+    # Of two notes with the same best block, the longer one never ranks above the shorter.
+    for i in range(len(notes)):
+        for j in range(len(notes)):
+            if best[i] == best[j] and blocks[i] > blocks[j]:
+                assert corrected[i] <= corrected[j]
+
+
+def test_the_spread_is_taken_over_finite_scores_only():
+    scores = np.array([0.1, 0.3, -np.inf, 0.5, -np.inf], dtype=np.float32)
+    assert cosine_spread(scores) == pytest.approx(np.std([0.1, 0.3, 0.5]), rel=1e-6)
+    assert cosine_spread(np.array([-np.inf, 0.2], dtype=np.float32)) == 0.0

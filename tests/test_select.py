@@ -341,6 +341,47 @@ def test_real_model_ranks_by_meaning(example_vault: Path, embedder):
     assert "Reference/Swarming.md" in [n.path for n in selection.notes()]
 
 
+QUERY_TOPICS = [
+    "due dates", "start dates", "recurrence", "priority", "tags", "folders", "file names",
+    "headings", "descriptions", "status symbols", "done dates", "created dates", "sorting",
+    "grouping", "hiding fields", "short mode", "backlinks", "urgency", "dependencies",
+    "placeholders", "presets", "global filter", "styling", "limits",
+]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_long_reference_note_does_not_win_on_its_many_chances_to_match(
+    make_vault, embedder, monkeypatch
+):
+    """A reference with a section on everything has many tries at a block close to any
+    question; the short note about the question must still come first."""
+    import vaultctx.pipeline.notes as notes
+
+    reference = "# Query reference\nEvery instruction a query understands.\n\n" + "\n\n".join(
+        f"## {t.title()}\nInstructions about {t} in a query: filter, sort or show tasks by {t}."
+        for t in QUERY_TOPICS
+    )
+    limiting = (
+        "# Limiting\nShow only the first results of a query: `limit 10` keeps ten tasks, and"
+        " `limit groups 3` keeps three tasks in each group.\n"
+    )
+    root = make_vault({"Query reference.md": reference, "Limiting.md": limiting})
+    question = "how many tasks to show at most in a query"
+    with Workspace.open(root, embedder=embedder) as ws:
+        ws.index()
+
+        def gap() -> float:
+            selection = ws.selector.select(question, k=5, retrievers={"vector"})
+            scores = {n.path: n.score for n in selection.notes()}
+            return scores["Limiting.md"] - scores["Query reference.md"]
+
+        corrected = gap()
+        monkeypatch.setattr(notes, "LENGTH_CORRECTION", 0.0)
+        uncorrected = gap()
+    assert corrected > 0.05  # the short note first, clearly
+    assert corrected > uncorrected + 0.05  # and the length correction is why
+
+
 def test_large_matrices_are_scored_in_two_halves_with_the_same_result():
     from concurrent.futures import ThreadPoolExecutor
 
@@ -366,3 +407,4 @@ def test_rows_for_notes_finds_every_block_of_the_notes():
     assert matrix.rows_for_notes(np.array([3, 9], dtype=np.int64)).tolist() == [0, 2, 5]
     assert matrix.rows_for_notes(np.array([1], dtype=np.int64)).tolist() == [1, 4]
     assert matrix.rows_for_notes(np.array([7], dtype=np.int64)).tolist() == []
+    assert matrix.block_counts(np.array([1, 2, 3, 7], dtype=np.int64)).tolist() == [2, 1, 3, 0]

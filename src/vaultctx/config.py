@@ -63,7 +63,7 @@ class Config(BaseModel):
     weight_lexical: float = Field(1.0, ge=0, description="fusion weight of FTS5 bm25")
     weight_vector: float = Field(2.0, ge=0, description="fusion weight of embedding search")
     weight_graph: float = Field(
-        0.5,
+        0.75,
         ge=0,
         description="how far notes linked to what you have open are lifted (share of their score)",
     )

@@ -30,7 +30,16 @@ from .candidates import block_notes, build_candidates, note_paths
 from .filters import allowed_notes
 from .graphwalk import LinkGraphStore, context_seeds, proximity
 from .models import Filters, Selection
-from .notes import RankedNote, fuse_scores, lift, note_id, note_key, roll_up
+from .notes import (
+    RankedNote,
+    cosine_spread,
+    fuse_scores,
+    length_corrected,
+    lift,
+    note_id,
+    note_key,
+    roll_up,
+)
 from .retrievers import RetrievalRequest, Retriever
 
 if TYPE_CHECKING:
@@ -59,6 +68,7 @@ class _Run:
     notes: list[Hit] = field(default_factory=list)  # vector: notes by their best block
     maxima: tuple[np.ndarray, np.ndarray] | None = None  # vector: every note's best score
     scores: np.ndarray | None = None  # vector: the first pass, one score per row
+    spread: float = 0.0  # vector: the standard deviation of the first pass's scores
 
 
 class Selector:
@@ -351,7 +361,7 @@ class Selector:
             return _Run(
                 [], (time.perf_counter() - t0) * 1000, f"embed: {type(exc).__name__}: {exc}"
             )
-        run = _Run(ms=0.0, scores=scores)
+        run = _Run(ms=0.0, scores=scores, spread=cosine_spread(scores))
         _fill_block_hits(run, matrix, scores, pool=FEEDBACK_POOL)
         run.ms = (time.perf_counter() - t0) * 1000
         return run
@@ -410,8 +420,10 @@ def _fill_block_hits(
 def _fill_notes(
     run: _Run, matrix: Any, scores: np.ndarray, *, rows: np.ndarray | None = None
 ) -> None:
-    """Every scored note's best score, and the best notes, from the same scores."""
-    run.maxima = matrix.note_maxima(scores, rows=rows)
+    """Every scored note's best score, corrected for the note's length, and the best notes,
+    from the same scores."""
+    notes, best = matrix.note_maxima(scores, rows=rows)
+    run.maxima = notes, length_corrected(best, matrix.block_counts(notes), run.spread)
     note_ids, note_scores = top_notes(run.maxima, NOTE_DEPTH)
     run.notes = [
         Hit(note_key(int(n)), float(s)) for n, s in zip(note_ids, note_scores, strict=True)

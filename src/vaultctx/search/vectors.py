@@ -203,6 +203,13 @@ class VectorMatrix:
         best = np.maximum.reduceat(scores[self.note_order], self.note_starts)
         return self.sorted_note_ids[self.note_starts], best
 
+    def block_counts(self, note_ids: np.ndarray) -> np.ndarray:
+        """How many rows (blocks with a vector) each of the sorted `note_ids` has."""
+        if self.size == 0 or note_ids.size == 0:
+            return np.zeros(note_ids.size, dtype=np.int64)
+        starts = np.searchsorted(self.sorted_note_ids, note_ids, side="left")
+        return np.searchsorted(self.sorted_note_ids, note_ids, side="right") - starts
+
     def rows_for_notes(self, note_ids: np.ndarray) -> np.ndarray:
         """Rows of the given notes' blocks, through the note-sorted order built at load."""
         if self.size == 0 or note_ids.size == 0:
