@@ -11,6 +11,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -53,6 +54,23 @@ class BrokenEmbedder(HashEmbedder):
         if self.broken:
             raise EmbeddingUnavailable("model weights missing")
         return super().encode(texts, batch_size=batch_size)
+
+
+class SlowEmbedder(HashEmbedder):
+    """Encodes a query slowly, and says when it has finished."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.slow = False
+        self.finished = threading.Event()
+
+    def encode(self, texts, *, batch_size=None):
+        if self.slow:
+            time.sleep(0.3)
+        out = super().encode(texts, batch_size=batch_size)
+        if self.slow:
+            self.finished.set()
+        return out
 
 
 NOTES = {
@@ -408,3 +426,24 @@ def test_rows_for_notes_finds_every_block_of_the_notes():
     assert matrix.rows_for_notes(np.array([1], dtype=np.int64)).tolist() == [1, 4]
     assert matrix.rows_for_notes(np.array([7], dtype=np.int64)).tolist() == []
     assert matrix.block_counts(np.array([1, 2, 3, 7], dtype=np.int64)).tolist() == [2, 1, 3, 0]
+
+
+def test_close_waits_for_a_search_an_interrupted_select_left_running(vault, monkeypatch):
+    """Ctrl-C (or any error) in the calling thread leaves the vector search running in its
+    worker; closing the workspace under it would close SQLite under a running statement."""
+    import vaultctx.pipeline.select as select_module
+
+    embedder = SlowEmbedder()
+    ws = Workspace.open(vault, embedder=embedder)
+    ws.index()
+    embedder.slow = True
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(select_module, "context_seeds", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ws.select("smoker pine needles")
+    assert not embedder.finished.is_set()  # the search is still running
+    ws.close()
+    assert embedder.finished.is_set()

@@ -25,6 +25,7 @@ def build_candidates(
     conn: sqlite3.Connection,
     ranked: Sequence[RankedNote],
     hits: Mapping[str, Sequence[Hit]],
+    owners: Mapping[str, int],
     *,
     k: int,
     max_per_note: int,
@@ -34,7 +35,8 @@ def build_candidates(
     query_vector: np.ndarray | None,
 ) -> list[Candidate]:
     """The first k candidates: blocks of the ranked notes and plug-in retrievers' own
-    candidates (a memory) where their keys rank. `hits` are every retriever's raw hits."""
+    candidates (a memory) where their keys rank. `hits` are every retriever's raw hits;
+    `owners` the note of each block the block lists hold."""
     payloads: dict[str, Candidate] = {}
     for found in hits.values():
         for hit in found:
@@ -53,7 +55,7 @@ def build_candidates(
     chosen: dict[str, list[str]] = {
         note_key(n): blocks
         for n, blocks in note_blocks(
-            conn, notes, block_lists, max_per_note, rrf_k, matrix, query_vector
+            conn, notes, block_lists, owners, max_per_note, rrf_k, matrix, query_vector
         ).items()
     }
     for r in top:
@@ -91,6 +93,7 @@ def note_blocks(
     conn: sqlite3.Connection,
     notes: list[int],
     block_lists: Mapping[str, Sequence[Hit]],
+    owners: Mapping[str, int],
     per_note: int,
     rrf_k: int,
     matrix: VectorMatrix | None,
@@ -99,7 +102,6 @@ def note_blocks(
     """The blocks to show for each note, best first (at most `per_note`; 0: no cap)."""
     wanted = set(notes)
     found = rrf_order(block_lists, k=rrf_k)
-    owners = block_notes(conn, found)
     chosen: dict[int, list[str]] = {}
     for key in found:
         note = owners.get(key)

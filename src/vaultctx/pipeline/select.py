@@ -64,6 +64,7 @@ class _Run:
     error: str | None = None
     skipped: bool = False
     feedback: int = 0  # blocks the vector query was refined with
+    owners: dict[str, int] = field(default_factory=dict)  # block hits: each block's note
     pool: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     notes: list[Hit] = field(default_factory=list)  # vector: notes by their best block
     maxima: tuple[np.ndarray, np.ndarray] | None = None  # vector: every note's best score
@@ -99,9 +100,12 @@ class Selector:
             return self._pool
 
     def close(self) -> None:
+        """Waits for a search still running (a select interrupted after it started one): it
+        reads the index, which the workspace closes next, and SQLite crashes the process on a
+        connection closed under a running statement."""
         with self._pool_lock:
             if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool.shutdown(wait=True, cancel_futures=True)
                 self._pool = None
         self.vectors.close()
 
@@ -224,12 +228,13 @@ class Selector:
         for name, future in extra_futures.items():
             runs[name] = future.result()
 
-        ranked = self._rank_notes(conn, runs)
+        ranked = self._rank_notes(runs)
         matrix = self.vectors.get(conn, generation, model) if query_vector[0] is not None else None
         candidates = build_candidates(
             conn,
             ranked,
             {name: run.hits for name, run in runs.items()},
+            {**runs["lexical"].owners, **runs["vector"].owners},
             k=k,
             max_per_note=max_per_note,
             kinds=filters.kinds,
@@ -278,12 +283,10 @@ class Selector:
             query=text, candidates=candidates, diagnostics=diagnostics, explain=explained
         )
 
-    def _rank_notes(self, conn: sqlite3.Connection, runs: dict[str, _Run]) -> list[RankedNote]:
+    def _rank_notes(self, runs: dict[str, _Run]) -> list[RankedNote]:
         """Fuse the note lists, then lift the notes near the context."""
-        lexical_hits = runs["lexical"].hits
-        owners = block_notes(conn, [h.key for h in lexical_hits])
         lists: dict[str, list[Hit]] = {
-            "lexical": roll_up(lexical_hits, owners),
+            "lexical": roll_up(runs["lexical"].hits, runs["lexical"].owners),
             "vector": runs["vector"].notes,
             # Notes near the context join the pool (scored by what they match), so a linked
             # note can surface even when no retriever found it; the lift below weighs them.
@@ -335,9 +338,11 @@ class Selector:
                     "INSERT INTO temp.vx_allowed(note_id) VALUES (?)", ((i,) for i in allowed)
                 )
             hits = lexical.search(conn, built, LEXICAL_DEPTH, allowed_table=table)
+            # Read while the model still encodes the query: ranking needs it right after.
+            owners = block_notes(conn, [h.key for h in hits])
         except sqlite3.Error as exc:
             return None, _Run([], (time.perf_counter() - t0) * 1000, f"fts: {exc}")
-        return built, _Run(hits, (time.perf_counter() - t0) * 1000)
+        return built, _Run(hits, (time.perf_counter() - t0) * 1000, owners=owners)
 
     def _vector_search(
         self,
@@ -409,10 +414,17 @@ class Selector:
 def _fill_block_hits(
     run: _Run, matrix: Any, scores: np.ndarray, *, rows: np.ndarray | None = None, pool: int = 0
 ) -> None:
-    """The best blocks (and the `pool` best rows, to score again) from one score per row, or
-    per row of `rows`."""
+    """The best blocks, their notes (and the `pool` best rows, to score again) from one score
+    per row, or per row of `rows`."""
     block_ids, top, pool_rows = matrix.top_blocks(scores, VECTOR_DEPTH, rows=rows, pool=pool)
     run.hits = [Hit(f"block:{int(i)}", float(s)) for i, s in zip(block_ids, top, strict=True)]
+    hit_rows = matrix.rows_for_blocks(np.sort(block_ids))
+    run.owners = {
+        f"block:{b}": n
+        for b, n in zip(
+            matrix.block_ids[hit_rows].tolist(), matrix.note_ids[hit_rows].tolist(), strict=True
+        )
+    }
     if pool:
         run.pool = pool_rows
 

@@ -65,6 +65,14 @@ class Int8Matrix:
         return scores
 
 
+def _take(matrix: Int8Matrix | np.ndarray, rows: np.ndarray) -> Int8Matrix | np.ndarray:
+    """Some rows, kept as codes when the matrix is int8: scoring them widens a few rows at a
+    time, cheaper than building their float32 copy first."""
+    if isinstance(matrix, Int8Matrix):
+        return Int8Matrix(matrix.codes[rows], matrix.scales[rows])
+    return matrix[rows]
+
+
 def quantize_rows(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """int8 codes and per-row scales with codes * scale ≈ vectors (error ≤ scale / 2)."""
     vectors = np.asarray(vectors, dtype=np.float32)
@@ -166,7 +174,7 @@ class VectorMatrix:
         scores = (
             dot_rows(self.matrix, query, self.helper)
             if rows is None
-            else dot_rows(self.matrix[rows], query)
+            else dot_rows(_take(self.matrix, rows), query)
         )
         if allowed_notes is not None:
             scores = np.where(np.isin(self.note_ids[candidates], allowed_notes), scores, -np.inf)
