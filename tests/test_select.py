@@ -235,6 +235,7 @@ def test_explain_shows_the_context_with_weights_and_ranks(ws):
     assert context[0]["weight"] > context[1]["weight"] > 0  # the most recent weighs most
     assert explain["graph"]["lift"] == ws.config.weight_graph
     assert explain["weights"]["vector"] == ws.config.weight_vector
+    assert explain["vector"]["length_correction"] > 0 and explain["vector"]["spread"] > 0
     assert explain["ranks"]
 
 

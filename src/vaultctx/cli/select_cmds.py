@@ -197,6 +197,12 @@ def render_selection(selection: Selection) -> None:
             f" · {graph.get('near', 0)} notes linked · lift up to {graph.get('lift', 0):g}×"
         )
         console.print(f"[bold]weights:[/] {explain.get('weights')}")
+        vector = explain.get("vector")
+        if vector:
+            console.print(
+                f"[bold]length correction:[/] best cosine − {vector['length_correction']:g}"
+                f" × σ·√(2 ln blocks), σ = {vector['spread']:g}"
+            )
 
 
 def _fold(text: str) -> str:

@@ -31,6 +31,7 @@ from .filters import allowed_notes
 from .graphwalk import LinkGraphStore, context_seeds, proximity
 from .models import Filters, Selection
 from .notes import (
+    LENGTH_CORRECTION,
     RankedNote,
     cosine_spread,
     fuse_scores,
@@ -271,6 +272,12 @@ class Selector:
                     ],
                     "near": len(runs["graph"].hits),
                     "lift": ws.config.weight_graph,
+                },
+                "vector": None
+                if runs["vector"].scores is None
+                else {  # how far each note's best cosine was discounted for its length
+                    "spread": round(runs["vector"].spread, 4),
+                    "length_correction": LENGTH_CORRECTION,
                 },
                 "filters": filters.model_dump(mode="json", exclude_defaults=True),
                 "allowed_notes": None if allowed is None else len(allowed),
