@@ -65,7 +65,7 @@ class _Run:
     error: str | None = None
     skipped: bool = False
     feedback: int = 0  # blocks the vector query was refined with
-    owners: dict[str, int] = field(default_factory=dict)  # block hits: each block's note
+    owners: dict[str, int] = field(default_factory=dict)  # lexical: each hit block's note
     pool: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     notes: list[Hit] = field(default_factory=list)  # vector: notes by their best block
     maxima: tuple[np.ndarray, np.ndarray] | None = None  # vector: every note's best score
@@ -231,11 +231,14 @@ class Selector:
 
         ranked = self._rank_notes(runs)
         matrix = self.vectors.get(conn, generation, model) if query_vector[0] is not None else None
+        owners = dict(runs["lexical"].owners)
+        if matrix is not None:
+            owners.update(_block_owners(matrix, runs["vector"].hits))
         candidates = build_candidates(
             conn,
             ranked,
             {name: run.hits for name, run in runs.items()},
-            {**runs["lexical"].owners, **runs["vector"].owners},
+            owners,
             k=k,
             max_per_note=max_per_note,
             kinds=filters.kinds,
@@ -421,17 +424,10 @@ class Selector:
 def _fill_block_hits(
     run: _Run, matrix: Any, scores: np.ndarray, *, rows: np.ndarray | None = None, pool: int = 0
 ) -> None:
-    """The best blocks, their notes (and the `pool` best rows, to score again) from one score
-    per row, or per row of `rows`."""
+    """The best blocks (and the `pool` best rows, to score again) from one score per row, or
+    per row of `rows`."""
     block_ids, top, pool_rows = matrix.top_blocks(scores, VECTOR_DEPTH, rows=rows, pool=pool)
     run.hits = [Hit(f"block:{int(i)}", float(s)) for i, s in zip(block_ids, top, strict=True)]
-    hit_rows = matrix.rows_for_blocks(np.sort(block_ids))
-    run.owners = {
-        f"block:{b}": n
-        for b, n in zip(
-            matrix.block_ids[hit_rows].tolist(), matrix.note_ids[hit_rows].tolist(), strict=True
-        )
-    }
     if pool:
         run.pool = pool_rows
 
@@ -447,6 +443,13 @@ def _fill_notes(
     run.notes = [
         Hit(note_key(int(n)), float(s)) for n, s in zip(note_ids, note_scores, strict=True)
     ]
+
+
+def _block_owners(matrix: Any, hits: Sequence[Hit]) -> dict[str, int]:
+    """The note of each block hit, read off the matrix: no query to the index."""
+    rows = matrix.rows_for_blocks(np.sort(_block_ids([h.key for h in hits])))
+    blocks, notes = matrix.block_ids[rows].tolist(), matrix.note_ids[rows].tolist()
+    return {f"block:{b}": n for b, n in zip(blocks, notes, strict=True)}
 
 
 def _block_ids(keys: Sequence[str]) -> np.ndarray:
