@@ -174,6 +174,7 @@ class Scored:
     cached_ms: float
     signature: tuple  # what the top 10 hold, comparable across the doors' databases
     unheld: int  # provenance claims whose text the memory does not hold
+    chars: int  # the top 10's text: what recall costs a prompt
 
 
 def score(found: list[Memory], q: md.Question, turns: dict[str, md.Turn]) -> dict:
@@ -198,6 +199,7 @@ def score(found: list[Memory], q: md.Question, turns: dict[str, md.Turn]) -> dic
         "all10": q.evidence <= loose[1],
         "signature": tuple((m.text, m.source.turns) for m in found[:10]),
         "unheld": unheld,
+        "chars": sum(len(m.text) for m in found[:10]),
     }
 
 
@@ -402,6 +404,13 @@ def report(
             for name, row in rows.items():
                 for metric in METRICS:
                     figures[f"{ds.name}_{door}_{name}_{metric}"] = round(row[metric], 4)
+    for ds in datasets:
+        mine = [r for r in results + plain if r.dataset == ds.name]
+        sizes = {d: [r.chars for r in mine if r.door == d] for d in (*doors, "fts5", "rrf")}
+        sizes = {d: sum(c) / len(c) for d, c in sizes.items() if c}
+        print(f"{ds.name}: characters in the top 10, mean: "
+              + ", ".join(f"{d} {size:.0f}" for d, size in sizes.items()))  # fmt: skip
+        figures.update({f"{ds.name}_{d}_top10_chars": round(size) for d, size in sizes.items()})
     unheld = sum(r.unheld for r in results)
     print(f"\nprovenance claims a memory's text does not hold: {unheld}")
     ok, gap, same = agreement(results)

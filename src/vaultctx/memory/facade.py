@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import getpass
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -289,12 +289,14 @@ class AgentMemoryFacade:
     def _rank(
         self, query: str, scopes: Sequence[Scope], *, k: int, now: float,
         kinds: Sequence[MemoryKind | str] = (), query_vector: np.ndarray | None = None,
+        exclude: Collection[str] = (),
     ) -> SearchResult:  # fmt: skip
         result = rank(
             self.places.targets(scopes),
             query,
             kinds=[MemoryKind(kd) for kd in kinds] or list(MemoryKind),
             k=k,
+            exclude=exclude,
             now=now,
             half_lives=self.half_lives,
             embed=self._embed_query,

@@ -21,7 +21,7 @@ more relevant than another ranks above it however old, and however unimportant.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +61,8 @@ TOKEN_RECALL = "token_recall"
 TOKEN_RECALL_AFTER_EMBED_ERROR = "token_recall_after_embed_error"
 
 _WORD = re.compile(r"\w")
+
+Turn = tuple[str | None, str]  # (session id, turn id): what a memory holds of a conversation
 
 
 @dataclass(frozen=True)
@@ -247,12 +249,15 @@ def rank(
     *,
     kinds: Sequence[MemoryKind],
     k: int,
+    exclude: Collection[str] = (),
     **options: Any,
 ) -> SearchResult:
     """The one ranking every door uses (`search`, a turn's context, select): hybrid search,
-    then each moment once — so the slots go to different moments."""
-    result = hybrid_search(targets, query, kinds=kinds, k=k * OVERFETCH, **options)
-    memories = dedupe_moments(dedupe_episodes(result.memories))[:k]
+    then each moment once — so the slots go to different moments. Memories in `exclude`
+    (ids the caller shows another way) take no slot."""
+    result = hybrid_search(targets, query, kinds=kinds, k=k * OVERFETCH + len(exclude), **options)
+    found = [m for m in result.memories if m.id not in exclude]
+    memories = dedupe_moments(dedupe_episodes(found), k)
     return SearchResult(memories, result.retrieval_path, result.error)
 
 
@@ -270,17 +275,45 @@ def dedupe_episodes(memories: Sequence[Memory]) -> list[Memory]:
     return out
 
 
-def dedupe_moments(memories: Sequence[Memory]) -> list[Memory]:
-    """Drop a memory whose turns the better-ranked ones already hold (a fact extracted from a
-    turn that is itself recalled): one moment once, so the slots go to other moments. A
-    session's arc holds only the first sentence of its turns: it covers none of them."""
-    covered: set[tuple[str | None, str]] = set()
-    out = []
-    for memory in memories:
-        turns = {(memory.source.session_id, t) for t in memory.source.turns}
+def dedupe_moments(memories: Sequence[Memory], k: int) -> list[Memory]:
+    """The top k, each moment once, the fullest way the top k holds it.
+
+    A memory whose turns the better-ranked ones already hold is dropped (a fact extracted from
+    a turn that is itself recalled). A memory whose turns a lower-ranked one in the top k holds
+    along with others (a turn, and the exchange that answers it) gives that one its place and
+    its score. Either way a slot goes to the next moment instead of text the answer already
+    has. A session's arc holds only the first sentence of its turns: it covers
+    none of them and widens none."""
+    pending = [(memory, _turns(memory)) for memory in memories]
+    covered: set[Turn] = set()
+    out: list[Memory] = []
+    while pending and len(out) < k:
+        memory, turns = pending.pop(0)
         if turns and turns <= covered:
             continue
-        if not (memory.key or "").startswith(ARC_KEY):
+        if not _is_arc(memory):
+            while (wider := _wider(turns, pending[: k - len(out) - 1])) is not None:
+                place = memory.score
+                memory, turns = pending.pop(wider)
+                memory = memory.model_copy(update={"score": max(place, memory.score)})
             covered |= turns
         out.append(memory)
     return out
+
+
+def _turns(memory: Memory) -> frozenset[Turn]:
+    return frozenset((memory.source.session_id, t) for t in memory.source.turns)
+
+
+def _is_arc(memory: Memory) -> bool:
+    return (memory.key or "").startswith(ARC_KEY)
+
+
+def _wider(turns: frozenset[Turn], rest: Sequence[tuple[Memory, frozenset[Turn]]]) -> int | None:
+    """Index in `rest` of the first memory, not an arc, that holds all of `turns` and more."""
+    if not turns:
+        return None
+    for i, (other, theirs) in enumerate(rest):
+        if turns < theirs and not _is_arc(other):
+            return i
+    return None

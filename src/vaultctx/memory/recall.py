@@ -37,8 +37,8 @@ class TurnRecall:
         rules = self.rules(visible)
         catch_up = self.catch_up(session_id, channel) if first_turn else None
         shown = {m.id for m in rules} | ({catch_up.id} if catch_up else set())
-        ranked = self._rank(query, visible, k=k + len(shown), now=now)
-        entries = [m for m in ranked.memories if m.id not in shown][:k]
+        ranked = self._rank(query, visible, k=k, now=now, exclude=shown)
+        entries = ranked.memories
         targets = self.places.targets(visible)
         diagnostics = {
             "load_memory_ms": round((time.perf_counter() - started) * 1000, 3),
