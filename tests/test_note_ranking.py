@@ -9,14 +9,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vaultctx.pipeline.notes import (
+    POINTER_SHARE,
+    best_passages,
     block_order,
     cosine_spread,
+    follow_pointers,
     fuse_scores,
     length_corrected,
     lift,
     roll_up,
 )
-from vaultctx.search.fusion import Hit
+from vaultctx.search.fusion import Fused, Hit
 
 NAMES = ["lexical", "vector", "memory"]
 note_keys = st.sampled_from([f"note:{i}" for i in range(10)])
@@ -130,3 +133,57 @@ def test_the_spread_is_taken_over_finite_scores_only():
     scores = np.array([0.1, 0.3, -np.inf, 0.5, -np.inf], dtype=np.float32)
     assert cosine_spread(scores) == pytest.approx(np.std([0.1, 0.3, 0.5]), rel=1e-6)
     assert cosine_spread(np.array([-np.inf, 0.2], dtype=np.float32)) == 0.0
+
+
+def ranked(*scores: float) -> list[Fused]:
+    """note:0, note:1, … with these fused scores, best first."""
+    return [Fused(f"note:{i}", score, {}) for i, score in enumerate(scores)]
+
+
+def test_a_long_note_whose_best_passage_links_to_a_matching_short_note_yields_to_it():
+    fused = ranked(1.0, 0.9, 0.85)
+    links = {"note:0": {"note:2"}}  # the settings page's "Fold heading" line links to Folding
+    order, traded = follow_pointers(fused, links, {"note:0": 40, "note:1": 3, "note:2": 4})
+    assert [(f.key, f.score) for f in order] == [("note:2", 1.0), ("note:1", 0.9), ("note:0", 0.85)]
+    assert traded == [("note:0", "note:2")]
+
+
+def test_a_pointer_moves_nothing_to_a_weak_match_a_longer_note_or_a_note_above_it():
+    fused = ranked(1.0, 0.9, 0.5)
+    weak = follow_pointers(fused, {"note:0": {"note:2"}}, {"note:0": 40, "note:2": 1})
+    longer = follow_pointers(fused, {"note:0": {"note:1"}}, {"note:0": 4, "note:1": 40})
+    above = follow_pointers(fused, {"note:1": {"note:0"}}, {"note:0": 1, "note:1": 40})
+    for order, traded in (weak, longer, above):
+        assert order == fused and traded == []
+
+
+def test_the_best_passage_is_a_notes_first_lexical_hit_then_its_first_vector_hit():
+    owners = {"block:1": 7, "block:2": 7, "block:3": 8, "block:4": 8}
+    lexical = [Hit("block:2", 3.0), Hit("block:1", 2.0)]
+    vector = [Hit("block:1", 0.9), Hit("block:4", 0.8), Hit("block:3", 0.7)]
+    assert best_passages([lexical, vector], owners) == {7: 2, 8: 4}
+
+
+@given(
+    st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8),
+    st.dictionaries(st.integers(0, 7), st.sets(st.integers(0, 7), max_size=3), max_size=8),
+    st.lists(st.integers(1, 30), min_size=8, max_size=8),
+)
+def test_pointers_only_trade_places_once_each_and_keep_the_order_sorted(scores, links, sizes):
+    fused = ranked(*sorted(scores, reverse=True))
+    keys = {f.key for f in fused}
+    links_ = {f"note:{a}": {f"note:{b}" for b in bs} for a, bs in links.items()}
+    blocks = {f"note:{i}": n for i, n in enumerate(sizes)}
+    order, traded = follow_pointers(fused, links_, blocks)
+    assert sorted(f.key for f in order) == sorted(keys)
+    assert [f.score for f in order] == [f.score for f in fused]  # the same places, re-dealt
+    moved = [key for pair in traded for key in pair]
+    assert len(moved) == len(set(moved))
+    before = {f.key: f.score for f in fused}
+    after = {f.key: f.score for f in order}
+    for pointing, target in traded:
+        assert target in links_[pointing] and blocks[target] < blocks[pointing]
+        assert before[target] >= POINTER_SHARE * before[pointing]
+        assert after[target] == before[pointing] and after[pointing] == before[target]
+    for key in keys - set(moved):
+        assert after[key] == before[key]

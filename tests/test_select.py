@@ -401,6 +401,38 @@ def test_a_long_reference_note_does_not_win_on_its_many_chances_to_match(
     assert corrected > uncorrected + 0.05  # and the length correction is why
 
 
+SETTINGS_SECTIONS = ["Spellcheck", "Line numbers", "Readable line length", "Vim key bindings"]
+
+
+@pytest.mark.parametrize("linked", [True, False])
+def test_a_settings_line_that_links_to_a_feature_yields_to_the_feature_note(make_vault, linked):
+    """A long settings page names every feature in a line; when the line that matches links
+    to the feature's own note and that note matches nearly as well, the note comes first."""
+    see = " See [[Folding]]." if linked else ""
+    settings_page = (
+        "# Settings\n"
+        + "\n".join(
+            f"## {name}\nTurn {name.lower()} on or off in the editor." for name in SETTINGS_SECTIONS
+        )
+        + f"\n## Fold heading\nFold the content under a heading with the fold icon.{see}\n"
+    )
+    folding = "# Folding\nFold a heading to hide the content under it.\n"
+    root = make_vault({"Settings.md": settings_page, "Folding.md": folding})
+    month_ago = time.time() - 30 * 86400  # no recent edits: no context to lift either note
+    for path in root.glob("*.md"):
+        os.utime(path, (month_ago, month_ago))
+    with Workspace.open(root) as ws:
+        ws.index(embed=False)
+        selection = ws.select("fold the content under a heading", use_vectors=False, explain=True)
+    notes = [n.path for n in selection.notes()]
+    if linked:
+        assert notes[:2] == ["Folding.md", "Settings.md"]
+        assert selection.explain["pointers"] == [{"from": "Settings.md", "to": "Folding.md"}]
+    else:
+        assert notes[:2] == ["Settings.md", "Folding.md"]  # the pointer, not the words, decides
+        assert selection.explain["pointers"] == []
+
+
 def test_large_matrices_are_scored_in_two_halves_with_the_same_result():
     from concurrent.futures import ThreadPoolExecutor
 

@@ -197,6 +197,9 @@ def render_selection(selection: Selection) -> None:
             f" · {graph.get('near', 0)} notes linked · lift up to {graph.get('lift', 0):g}×"
         )
         console.print(f"[bold]weights:[/] {explain.get('weights')}")
+        pointers = ", ".join(f"{p['from']} → {p['to']}" for p in explain.get("pointers", []))
+        if pointers:
+            console.print(f"[bold]pointed to:[/] {escape(pointers)}")
         vector = explain.get("vector")
         if vector:
             console.print(

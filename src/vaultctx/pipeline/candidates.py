@@ -175,5 +175,18 @@ def note_paths(conn: sqlite3.Connection, note_ids: Sequence[int]) -> dict[int, s
     return dict(conn.execute(f"SELECT id, path FROM notes WHERE id IN ({marks})", list(note_ids)))
 
 
+def note_block_counts(conn: sqlite3.Connection, note_ids: Sequence[int]) -> dict[int, int]:
+    """{note id: its number of blocks}: how long each note is."""
+    if not note_ids:
+        return {}
+    marks = ",".join("?" * len(note_ids))
+    return dict(
+        conn.execute(
+            f"SELECT note_id, count(*) FROM blocks WHERE note_id IN ({marks}) GROUP BY note_id",
+            list(note_ids),
+        )
+    )
+
+
 def _id(key: str) -> int:
     return int(key.split(":", 1)[1])

@@ -23,6 +23,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -164,3 +165,22 @@ def proximity(graph: LinkGraph, seeds: dict[int, float]) -> dict[int, float]:
         for note, value in zip(graph.note_ids[targets].tolist(), values.tolist(), strict=True):
             near[note] = near.get(note, 0.0) + value
     return {note: min(value, 1.0) for note, value in near.items()}
+
+
+def passage_links(conn: sqlite3.Connection, block_ids: Sequence[int]) -> dict[int, set[int]]:
+    """The other notes each block links to (wiki and Markdown links that resolve; an embed
+    shows its note's text in place, so it points nowhere else): {block id: note ids}."""
+    if not block_ids:
+        return {}
+    marks = ",".join("?" * len(block_ids))
+    rows = conn.execute(
+        "SELECT b.id, l.target_id FROM blocks b"
+        " JOIN links l ON l.source_id = b.note_id AND l.block_ordinal = b.ordinal"
+        f" WHERE b.id IN ({marks}) AND l.kind != 'embed'"
+        " AND l.target_id IS NOT NULL AND l.target_id != b.note_id",
+        list(block_ids),
+    )
+    out: dict[int, set[int]] = {}
+    for block, target in rows:
+        out.setdefault(block, set()).add(target)
+    return out

@@ -10,6 +10,10 @@ Scores, not ranks: rank fusion makes the first and the twentieth hit almost equa
 against 1/80), so a lift for context would drown real differences in how well notes match;
 scaled scores keep them.
 
+A long note whose best passage links to a shorter note that matches nearly as well is
+pointing at the answer, not giving it: a settings reference, an overview or a glossary names a
+feature in a line and links to the note about it. The two trade places (`follow_pointers`).
+
 What the user has open then lifts the notes it links to, by a share of their own score: a
 tie-breaker among notes that match about equally, never a way for a note that does not
 match to win. Candidates stay blocks: the best blocks of the best notes, each further block
@@ -32,6 +36,10 @@ RANK_SCALE = 10.0  # a list without comparable scores: rank r counts 10 / (10 + 
 # with the context lift at 0.75; 0.4 costs foam-docs 0.017, 0.2 gains less everywhere.
 LENGTH_CORRECTION = 0.3
 SPREAD_SAMPLE = 4096  # rows the spread of a query's cosines is estimated from
+# A note a longer note's best passage links to takes its place when its own fused score is at
+# least this share of the longer note's. Suite (`eval.py --suite`): 0.75 to 0.85 give the same
+# figures on every set; the BEIR sets have no links, so they never move.
+POINTER_SHARE = 0.8
 
 
 def note_key(note_id: int) -> str:
@@ -108,6 +116,55 @@ def fuse_scores(
     fused = [Fused(key, scores[key], sources[key]) for key in scores]
     fused.sort(key=lambda f: (-f.score, min(p.rank for p in f.sources.values()), f.key))
     return fused
+
+
+def best_passages(
+    block_lists: Sequence[Sequence[Hit]], owners: Mapping[str, int]
+) -> dict[int, int]:
+    """Each note's best block id: its first hit in the first list that has one (the lexical
+    list first: the block with the query's own words)."""
+    best: dict[int, int] = {}
+    for hits in block_lists:
+        for hit in hits:
+            note = owners.get(hit.key)
+            if note is not None and note not in best and hit.key.startswith("block:"):
+                best[note] = int(hit.key[6:])
+    return best
+
+
+def follow_pointers(
+    fused: Sequence[Fused], links: Mapping[str, Collection[str]], blocks: Mapping[str, int]
+) -> tuple[list[Fused], list[tuple[str, str]]]:
+    """Best first, each note whose best passage `links` to notes ranked below it trades places
+    (and scores) with the best of them that is shorter (fewer `blocks`) and scores at least
+    POINTER_SHARE of its own. A note moves at most once. Returns the new order and the pairs
+    (pointing note, note pointed to) that traded."""
+    out = list(fused)
+    position = {f.key: i for i, f in enumerate(out)}
+    moved: set[str] = set()
+    traded: list[tuple[str, str]] = []
+    for i, pointing in enumerate(out):
+        if pointing.key in moved or not links.get(pointing.key):
+            continue
+        size = blocks.get(pointing.key, 0)
+        below = sorted(
+            position[key]
+            for key in links[pointing.key]
+            if position.get(key, -1) > i
+            and key not in moved
+            and out[position[key]].score >= POINTER_SHARE * pointing.score
+            and blocks.get(key, size) < size
+        )
+        if not below:
+            continue
+        j = below[0]
+        target = out[j]
+        out[i] = Fused(target.key, pointing.score, target.sources)
+        out[j] = Fused(pointing.key, target.score, pointing.sources)
+        position[target.key], position[pointing.key] = i, j
+        moved |= {pointing.key, target.key}
+        traded.append((pointing.key, target.key))
+    return out, traded
 
 
 @dataclass(frozen=True)

@@ -22,18 +22,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import EmbeddingUnavailable, InvalidQuery
-from ..search.fusion import Hit, rrf_order
+from ..search.fusion import Fused, Hit, rrf_order
 from ..search.query import LexicalQuery, QueryTokenizer, build_query
 from ..search.vectors import VectorStore, top_notes
 from . import lexical
-from .candidates import block_notes, build_candidates, note_paths
+from .candidates import BLOCK_LISTS, block_notes, build_candidates, note_block_counts, note_paths
 from .filters import allowed_notes
-from .graphwalk import LinkGraphStore, context_seeds, proximity
+from .graphwalk import LinkGraphStore, context_seeds, passage_links, proximity
 from .models import Filters, Selection
 from .notes import (
     LENGTH_CORRECTION,
     RankedNote,
+    best_passages,
     cosine_spread,
+    follow_pointers,
     fuse_scores,
     length_corrected,
     lift,
@@ -229,11 +231,11 @@ class Selector:
         for name, future in extra_futures.items():
             runs[name] = future.result()
 
-        ranked = self._rank_notes(runs)
         matrix = self.vectors.get(conn, generation, model) if query_vector[0] is not None else None
         owners = dict(runs["lexical"].owners)
         if matrix is not None:
             owners.update(_block_owners(matrix, runs["vector"].hits))
+        ranked, pointers = self._rank_notes(conn, runs, owners, k)
         candidates = build_candidates(
             conn,
             ranked,
@@ -264,7 +266,8 @@ class Selector:
 
         explained = None
         if explain:
-            paths = note_paths(conn, list(context))
+            traded = [(note_id(a), note_id(b)) for a, b in pointers]
+            paths = note_paths(conn, [*context, *(n for pair in traded for n in pair)])
             explained = {
                 "lexical": lexical_query.explain() if lexical_query else None,
                 "graph": {
@@ -282,6 +285,11 @@ class Selector:
                     "spread": round(runs["vector"].spread, 4),
                     "length_correction": LENGTH_CORRECTION,
                 },
+                "pointers": [
+                    {"from": paths[a], "to": paths[b]}
+                    for a, b in traded
+                    if a in paths and b in paths
+                ],
                 "filters": filters.model_dump(mode="json", exclude_defaults=True),
                 "allowed_notes": None if allowed is None else len(allowed),
                 "weights": self.weights(),
@@ -293,8 +301,12 @@ class Selector:
             query=text, candidates=candidates, diagnostics=diagnostics, explain=explained
         )
 
-    def _rank_notes(self, runs: dict[str, _Run]) -> list[RankedNote]:
-        """Fuse the note lists, then lift the notes near the context."""
+    def _rank_notes(
+        self, conn: sqlite3.Connection, runs: dict[str, _Run], owners: Mapping[str, int], k: int
+    ) -> tuple[list[RankedNote], list[tuple[str, str]]]:
+        """Fuse the note lists, let long notes among the first `k` yield to the shorter notes
+        their best passage links to, then lift the notes near the context. Also returns the
+        pairs that traded places (pointing note, note pointed to)."""
         lists: dict[str, list[Hit]] = {
             "lexical": roll_up(runs["lexical"].hits, runs["lexical"].owners),
             "vector": runs["vector"].notes,
@@ -311,8 +323,38 @@ class Selector:
             known={"vector": _note_scores(runs["vector"], lists)},
             by_rank=set(self.retrievers),
         )
+        fused, traded = self._follow_pointers(conn, fused, runs, owners, k)
         nearness = {hit.key: hit.score for hit in runs["graph"].hits}
-        return lift(fused, nearness, self.ws.config.weight_graph)
+        return lift(fused, nearness, self.ws.config.weight_graph), traded
+
+    @staticmethod
+    def _follow_pointers(
+        conn: sqlite3.Connection,
+        fused: list[Fused],
+        runs: dict[str, _Run],
+        owners: Mapping[str, int],
+        depth: int,
+    ) -> tuple[list[Fused], list[tuple[str, str]]]:
+        """`follow_pointers`, given the links of the best passage of each of the first `depth`
+        notes (those the caller will see) and the length of the notes on both ends."""
+        ranked = {f.key for f in fused}
+        first = {f.key for f in fused[:depth]}
+        passages = {
+            note: block
+            for note, block in best_passages([runs[n].hits for n in BLOCK_LISTS], owners).items()
+            if note_key(note) in first
+        }
+        found = passage_links(conn, list(passages.values()))
+        links: dict[str, set[str]] = {}
+        for note, block in passages.items():
+            targets = {note_key(t) for t in found.get(block, ())} & ranked
+            if targets:
+                links[note_key(note)] = targets
+        if not links:
+            return fused, []
+        ends = {note_id(key) for key in links} | {note_id(t) for ts in links.values() for t in ts}
+        counts = note_block_counts(conn, sorted(ends))
+        return follow_pointers(fused, links, {note_key(n): c for n, c in counts.items()})
 
     # --- retrievers ----------------------------------------------------------------------
 
