@@ -17,6 +17,7 @@ TURNS = [
     ("Gina", "What made you pick that agency?"),
     ("Jon", "They support LGBTQ+ folks and their counsellors are lovely."),
     ("Gina", "I made marmalade with my grandmother on Sunday."),
+    ("Jon", "The agency visits our home in June."),
 ]
 
 

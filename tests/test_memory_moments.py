@@ -54,8 +54,17 @@ def test_a_fact_from_a_turn_already_recalled_takes_no_slot():
     assert [m.id for m in dedupe_moments([turn, fact, later], k=2)] == ["turn", "later"]
 
 
+def test_an_exchange_repeating_most_of_one_already_recalled_takes_no_slot():
+    first = memory("first", "D1:1", "D1:2", "D1:3")
+    overlapping = memory("overlapping", "D1:2", "D1:3", "D1:4")  # two of its three turns held
+    half_new = memory("half new", "D1:3", "D1:5")
+    later = memory("later", "D7:3")
+    top = dedupe_moments([first, overlapping, half_new, later], k=3)
+    assert [m.id for m in top] == ["first", "half new", "later"]
+
+
 def test_an_arc_neither_covers_nor_widens_the_turns_it_names():
-    arc = memory("arc", "D1:1", "D1:2", "D1:3", arc=True)
+    arc = memory("arc", "D1:1", "D1:2", "D1:3", "D1:4", "D1:5", arc=True)
     turn = memory("turn", "D1:2")
     exchange = memory("exchange", "D1:1", "D1:2")
     assert [m.id for m in dedupe_moments([turn, arc, exchange], k=3)] == ["exchange", "arc"]
@@ -65,16 +74,6 @@ def test_an_arc_neither_covers_nor_widens_the_turns_it_names():
 def test_memories_without_turns_are_never_merged():
     plain = [memory("a"), memory("b"), memory("exchange", "D1:1", "D1:2")]
     assert [m.id for m in dedupe_moments(plain, k=3)] == ["a", "b", "exchange"]
-
-
-def first_k_distinct(memories: list[Memory], k: int) -> list[Memory]:
-    """The rule without widening: the first k memories that hold a turn not yet held."""
-    out: list[Memory] = []
-    for m in memories:
-        turns = set(m.source.turns)
-        if len(out) < k and not (turns and turns <= held(out)):
-            out.append(m)
-    return out
 
 
 turn_sets = st.frozensets(st.sampled_from([f"D1:{i}" for i in range(1, 7)]), max_size=3)
@@ -87,14 +86,17 @@ ranked_memories = st.lists(st.tuples(turn_sets, st.booleans()), max_size=12).map
 
 
 @given(ranked_memories, st.integers(min_value=1, max_value=8))
-def test_the_top_k_holds_every_turn_the_plain_top_k_holds_and_repeats_none(memories, k):
+def test_the_top_k_repeats_little_and_leaves_out_only_what_it_repeats(memories, k):
     top = dedupe_moments(memories, k)
     assert len(top) <= k
     assert len({m.id for m in top}) == len(top)
-    assert held(top) >= held(first_k_distinct(memories, k))
     seen: set[str] = set()
-    for m in top:  # no memory only repeats turns an earlier one already holds
-        assert not (m.source.turns and set(m.source.turns) <= seen)
+    for m in top:  # no memory mostly repeats turns an earlier one already holds
+        assert 2 * len(set(m.source.turns) & seen) <= len(m.source.turns)
         if not (m.key or "").startswith("arc:"):
             seen |= set(m.source.turns)
+    if len(top) < k:  # room to spare: whatever was left out repeats what the top k holds
+        for m in memories:
+            if m.id not in {t.id for t in top}:
+                assert 2 * len(set(m.source.turns) & held(top)) > len(m.source.turns)
     assert [m.score for m in top] == sorted((m.score for m in top), reverse=True)

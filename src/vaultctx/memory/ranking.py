@@ -278,18 +278,18 @@ def dedupe_episodes(memories: Sequence[Memory]) -> list[Memory]:
 def dedupe_moments(memories: Sequence[Memory], k: int) -> list[Memory]:
     """The top k, each moment once, the fullest way the top k holds it.
 
-    A memory whose turns the better-ranked ones already hold is dropped (a fact extracted from
-    a turn that is itself recalled). A memory whose turns a lower-ranked one in the top k holds
-    along with others (a turn, and the exchange that answers it) gives that one its place and
-    its score. Either way a slot goes to the next moment instead of text the answer already
-    has. A session's arc holds only the first sentence of its turns: it covers
-    none of them and widens none."""
+    A memory most of whose turns the better-ranked ones already hold is dropped: a fact
+    extracted from a turn that is itself recalled, an exchange that repeats two of its three
+    turns. A memory whose turns a lower-ranked one in the top k holds along with others (a
+    turn, and the exchange that answers it) gives that one its place and its score. Either way
+    a slot goes to the next moment instead of text the answer already has. A session's arc
+    holds only the first sentence of its turns: it covers none of them and widens none."""
     pending = [(memory, _turns(memory)) for memory in memories]
     covered: set[Turn] = set()
     out: list[Memory] = []
     while pending and len(out) < k:
         memory, turns = pending.pop(0)
-        if turns and turns <= covered:
+        if 2 * len(turns & covered) > len(turns):
             continue
         if not _is_arc(memory):
             while (wider := _wider(turns, pending[: k - len(out) - 1])) is not None:
