@@ -36,7 +36,7 @@ from .store import ScoreRow
 from .temporal import Window, time_window
 
 DEPTH = 50
-# Ranked this many times k before dedupe: enough that k distinct moments remain.
+# Ranked this many times k before dedupe: nearly always enough that k distinct moments remain.
 OVERFETCH = 3
 # A vector-only hit this dissimilar is noise, however high it ranks among few memories.
 MIN_SIMILARITY = 0.2
@@ -112,12 +112,38 @@ def recency(last_used: float, now: float, half_life_days: float) -> float:
     return float(0.5 ** (age / max(half_life_days, 1e-6)))
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """Every memory the search found, scored and best first; full memories are read from the
+    store only for as many of the first as the caller asks for (`top`)."""
+
+    targets: Sequence[Target]
+    scored: list[tuple[float, str, dict[str, float]]]  # (score, "target:rowid", breakdown)
+    retrieval_path: str
+    error: str | None = None
+
+    def top(self, n: int) -> list[Memory]:
+        wanted: dict[int, list[int]] = {}
+        for _, key, _ in self.scored[:n]:
+            i, rowid = key.split(":")
+            wanted.setdefault(int(i), []).append(int(rowid))
+        rows = {
+            f"{i}:{rowid}": memory
+            for i, rowids in wanted.items()
+            for rowid, memory in self.targets[i][0].by_rowids(rowids).items()
+        }
+        return [
+            rows[key].model_copy(update={"score": score, "scores": scores})
+            for score, key, scores in self.scored[:n]
+            if key in rows
+        ]
+
+
 def hybrid_search(
     targets: Sequence[Target],
     query: str,
     *,
     kinds: Sequence[MemoryKind],
-    k: int,
     now: float,
     half_lives: Mapping[Tier, float],
     embed: Callable[[str], np.ndarray] | None = None,
@@ -125,7 +151,7 @@ def hybrid_search(
     pool: ThreadPoolExecutor | None = None,
     rrf_k: int = DEFAULT_RRF_K,
     min_similarity: float = MIN_SIMILARITY,
-) -> SearchResult:
+) -> Ranking:
     """Rank memories of `targets` for `query`. Never raises for a failing model: it falls
     back to token recall and says so in `retrieval_path`. `query_vector` is the embedding
     of `query` when the caller has it (reused unless names are taken out of the query)."""
@@ -172,9 +198,9 @@ def hybrid_search(
         for name, hits in ranked.items()
         if hits
     }
-    memories = _score(targets, ranked, k, now, half_lives, rrf_k, reading)
+    scored = _score(targets, ranked, now, half_lives, rrf_k, reading)
     error = None if failure is None else f"{type(failure).__name__}: {failure}"
-    return SearchResult(memories, path, error)
+    return Ranking(targets, scored, path, error)
 
 
 def _strength(sources: Mapping[str, Any], best: Mapping[str, float]) -> float:
@@ -190,13 +216,12 @@ def _strength(sources: Mapping[str, Any], best: Mapping[str, float]) -> float:
 def _score(
     targets: Sequence[Target],
     ranked: Mapping[str, Sequence[Hit]],
-    k: int,
     now: float,
     half_lives: Mapping[Tier, float],
     rrf_k: int,
     reading: Reading,
-) -> list[Memory]:
-    """Score every fused candidate from a few columns; build full memories for the top k."""
+) -> list[tuple[float, str, dict[str, float]]]:
+    """Score every fused candidate from a few columns, best first."""
     fused = rrf_fuse(ranked, k=rrf_k)
     best_of = {name: max(h.score for h in hits) for name, hits in ranked.items()}
     by_target: dict[int, list[int]] = {}
@@ -226,21 +251,7 @@ def _score(
             scores[f"{name}_rank"] = float(provenance.rank)
         scored.append((score, f.key, scores))
     scored.sort(key=lambda t: (-t[0], t[1]))
-    top = scored[:k]
-    wanted: dict[int, list[int]] = {}
-    for _, key, _ in top:
-        i, rowid = key.split(":")
-        wanted.setdefault(int(i), []).append(int(rowid))
-    rows = {
-        f"{i}:{rowid}": memory
-        for i, rowids in wanted.items()
-        for rowid, memory in targets[i][0].by_rowids(rowids).items()
-    }
-    return [
-        rows[key].model_copy(update={"score": score, "scores": scores})
-        for score, key, scores in top
-        if key in rows
-    ]
+    return scored
 
 
 def rank(
@@ -254,11 +265,16 @@ def rank(
 ) -> SearchResult:
     """The one ranking every door uses (`search`, a turn's context, select): hybrid search,
     then each moment once — so the slots go to different moments. Memories in `exclude`
-    (ids the caller shows another way) take no slot."""
-    result = hybrid_search(targets, query, kinds=kinds, k=k * OVERFETCH + len(exclude), **options)
-    found = [m for m in result.memories if m.id not in exclude]
-    memories = dedupe_moments(dedupe_episodes(found), k)
-    return SearchResult(memories, result.retrieval_path, result.error)
+    (ids the caller shows another way) take no slot. When repeats leave fewer than k, the
+    ranking is read deeper, so k memories come back whenever k distinct ones match."""
+    ranking = hybrid_search(targets, query, kinds=kinds, **options)
+    depth = k * OVERFETCH + len(exclude)
+    while True:
+        found = [m for m in ranking.top(depth) if m.id not in exclude]
+        memories = dedupe_moments(dedupe_episodes(found), k)
+        if len(memories) == k or depth >= len(ranking.scored):
+            return SearchResult(memories, ranking.retrieval_path, ranking.error)
+        depth *= 2
 
 
 def dedupe_episodes(memories: Sequence[Memory]) -> list[Memory]:
@@ -289,10 +305,10 @@ def dedupe_moments(memories: Sequence[Memory], k: int) -> list[Memory]:
     out: list[Memory] = []
     while pending and len(out) < k:
         memory, turns = pending.pop(0)
-        if 2 * len(turns & covered) > len(turns):
+        if _repeats(turns, covered):
             continue
         if not _is_arc(memory):
-            while (wider := _wider(turns, pending[: k - len(out) - 1])) is not None:
+            while (wider := _wider(turns, pending[: k - len(out) - 1], covered)) is not None:
                 place = memory.score
                 memory, turns = pending.pop(wider)
                 memory = memory.model_copy(update={"score": max(place, memory.score)})
@@ -309,11 +325,19 @@ def _is_arc(memory: Memory) -> bool:
     return (memory.key or "").startswith(ARC_KEY)
 
 
-def _wider(turns: frozenset[Turn], rest: Sequence[tuple[Memory, frozenset[Turn]]]) -> int | None:
-    """Index in `rest` of the first memory, not an arc, that holds all of `turns` and more."""
+def _repeats(turns: frozenset[Turn], covered: set[Turn]) -> bool:
+    """Whether more than half of `turns` are already `covered`."""
+    return 2 * len(turns & covered) > len(turns)
+
+
+def _wider(
+    turns: frozenset[Turn], rest: Sequence[tuple[Memory, frozenset[Turn]]], covered: set[Turn]
+) -> int | None:
+    """Index in `rest` of the first memory, not an arc, that holds all of `turns` and more,
+    without mostly repeating what is `covered`."""
     if not turns:
         return None
     for i, (other, theirs) in enumerate(rest):
-        if turns < theirs and not _is_arc(other):
+        if turns < theirs and not _is_arc(other) and not _repeats(theirs, covered):
             return i
     return None
