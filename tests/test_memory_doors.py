@@ -123,3 +123,18 @@ def test_forgetting_a_turn_leaves_nothing_findable_by_either_door(ws, door):
     assert ctx.entries == []
     assert not any("marmalade" in m.text for m in mem.list())
     assert mem.search("adoption agency", tier="channel", scope="c")  # the rest stays
+
+
+def test_search_reads_deeper_when_repeats_leave_fewer_than_k(ws, monkeypatch):
+    import vaultctx.memory.ranking as ranking
+
+    monkeypatch.setattr(ranking, "OVERFETCH", 1)  # the first read holds exactly k memories
+    turns = [("Jon" if i % 2 else "Gina", f"The hive number {i} swarmed today.") for i in range(8)]
+    add_turns(ws.memory, turns)  # each turn, its exchange and its facts all match
+    found = ws.memory.search("hive swarmed", k=5, tier="channel", scope="c")
+    assert len(found) == 5
+    shown: set[str] = set()
+    for m in found:  # and none mostly repeats what an earlier one holds (an arc holds none)
+        assert 2 * len(set(m.source.turns) & shown) <= len(m.source.turns)
+        if not (m.key or "").startswith("arc:"):
+            shown |= set(m.source.turns)
