@@ -406,8 +406,8 @@ def report(
                     figures[f"{ds.name}_{door}_{name}_{metric}"] = round(row[metric], 4)
     for ds in datasets:
         mine = [r for r in results + plain if r.dataset == ds.name]
-        sizes = {d: [r.chars for r in mine if r.door == d] for d in (*doors, "fts5", "rrf")}
-        sizes = {d: sum(c) / len(c) for d, c in sizes.items() if c}
+        chars = {d: [r.chars for r in mine if r.door == d] for d in (*doors, "fts5", "rrf")}
+        sizes = {d: sum(c) / len(c) for d, c in chars.items() if c}
         print(f"{ds.name}: characters in the top 10, mean: "
               + ", ".join(f"{d} {size:.0f}" for d, size in sizes.items()))  # fmt: skip
         figures.update({f"{ds.name}_{d}_top10_chars": round(size) for d, size in sizes.items()})
