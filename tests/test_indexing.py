@@ -696,6 +696,52 @@ def test_a_title_embeds_the_same_from_frontmatter_or_an_opening_h1(make_vault):
     assert sorted(set(fake.seen)) == ["Thermal lift\nWings at speed."]
 
 
+THYMOL = (
+    "---\naliases: [Apiguard, thymol]\n---\n# Thymol\n\nA treatment against mites.\n\n"
+    "## Dosing\nTwo trays, two weeks apart.\n"
+)
+
+
+def test_a_notes_aliases_are_searched_and_embedded_with_its_first_block(make_vault):
+    root = make_vault({"Thymol.md": THYMOL, "Oxalic.md": "# Oxalic\n\nA winter treatment.\n"})
+    fake = FakeEmbedder()
+    with Workspace.open(root, embedder=fake) as ws:
+        ws.index()
+        found = ws.select("apiguard", k=3, use_vectors=False)
+    # an alias is a name the note is looked up by: said once, at the note's start, and
+    # never twice (the alias "thymol" repeats the title)
+    assert search(root, "apiguard") == {"Thymol.md"}
+    assert query(db_file(root), "SELECT ordinal, title FROM blocks ORDER BY note_id, ordinal")[
+        -2:
+    ] == [(0, "Thymol\nApiguard"), (1, "Thymol")]
+    assert "Thymol\nApiguard\nA treatment against mites." in fake.seen
+    assert "Thymol\nDosing\nTwo trays, two weeks apart." in fake.seen
+    # what the user sees is the note's title
+    assert [(c.path, c.title) for c in found.candidates] == [("Thymol.md", "Thymol")]
+
+
+def test_an_index_from_before_aliases_were_searched_parses_notes_with_aliases_again(make_vault):
+    root = make_vault({"Thymol.md": THYMOL, "Oxalic.md": "# Oxalic\n\nA winter treatment.\n"})
+    index(root)
+    conn = sqlite3.connect(db_file(root))
+    with conn:  # the first block as an index of schema 4 held it: the title alone
+        conn.execute(
+            "INSERT INTO blocks_fts(blocks_fts, rowid, title, heading_path, text)"
+            " SELECT 'delete', id, title, heading_path, text FROM blocks WHERE ordinal = 0"
+        )
+        conn.execute("UPDATE blocks SET title = 'Thymol' WHERE title = 'Thymol\nApiguard'")
+        conn.execute(
+            "INSERT INTO blocks_fts(rowid, title, heading_path, text)"
+            " SELECT id, title, heading_path, text FROM blocks WHERE ordinal = 0"
+        )
+        conn.execute("PRAGMA user_version = 4")
+    conn.close()
+    assert search(root, "apiguard") == set()
+    report = index(root)
+    assert (report.updated, search(root, "apiguard")) == (1, {"Thymol.md"})
+    assert_full_text_matches_blocks(db_file(root))
+
+
 @pytest.mark.slow
 def test_embedding_stores_one_unit_vector_per_distinct_block_text(make_vault, embedder):
     root = make_vault(TINY_VAULT)

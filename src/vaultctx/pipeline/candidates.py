@@ -143,7 +143,7 @@ def block_rows(conn: sqlite3.Connection, ids: list[int]) -> dict[int, dict[str, 
     if not ids:
         return {}
     rows = conn.execute(
-        "SELECT b.id, b.note_id, n.path, b.title, b.heading, b.heading_path, b.text,"
+        "SELECT b.id, b.note_id, n.path, n.title, b.heading, b.heading_path, b.text,"
         " b.start_line, b.end_line, b.tokens FROM blocks b JOIN notes n ON n.id = b.note_id"
         f" WHERE b.id IN ({','.join('?' * len(ids))})",
         ids,

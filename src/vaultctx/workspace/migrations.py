@@ -138,11 +138,21 @@ def m004_titles_from_h1() -> str:
     return "UPDATE notes SET size = -1, content_hash = '';"
 
 
+def m005_aliases_searched() -> str:
+    """A note's aliases are now searched and embedded with its first block (that block's
+    title column holds the note's names: `reader.searched_names`), so every note with
+    aliases is parsed again on the next run."""
+    return (
+        "UPDATE notes SET size = -1, content_hash = '' WHERE id IN (SELECT note_id FROM aliases);"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial,
     m002_notes_mtime_index,
     m003_fts_written_in_batches,
     m004_titles_from_h1,
+    m005_aliases_searched,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -48,6 +48,7 @@ class NoteRows:
 
     title: str
     frontmatter: str  # JSON
+    # The first block's title also holds the note's aliases (`searched_names`).
     blocks: list[tuple]  # blocks(ordinal, title, heading_path, heading, level, text,
     #                      start_line, end_line, tokens, block_refs, embed_hash)
     links: list[tuple]  # links(block_ordinal, target, kind, heading, block_ref, alias, line)
@@ -74,17 +75,28 @@ def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def searched_names(title: str, aliases: Sequence[str]) -> str:
+    """The title a note's first block is searched and embedded by: the note's title, then,
+    on a line of their own, its other names (its aliases). An alias is a name the user
+    looks the note up by; said once at the note's start, as the title is, and not on every
+    block, which would make each passage of a long note match it."""
+    others = [alias for alias in aliases if alias.lower() != title.lower()]
+    return f"{title}\n{', '.join(others)}" if others else title
+
+
 def section_path(title: str, heading_path: str) -> str:
-    """A block's heading path less an opening H1 that repeats the note's title."""
+    """A block's heading path less an opening H1 that repeats the note's title (the first
+    line of `title`, which may go on with the note's aliases)."""
     first, _, rest = heading_path.partition(" > ")
-    return rest if first.lower() == title.lower() else heading_path
+    return rest if first.lower() == title.partition("\n")[0].lower() else heading_path
 
 
 def embed_input(title: str, heading_path: str, text: str) -> str:
     """The text the model embeds for a block: where it sits, then what it says.
 
-    The note's title is included, the folder is not, so moving a note reuses its vectors;
-    a title written as an H1 is said once, as it is when the frontmatter holds it.
+    The note's title (with its aliases on the first block) is included, the folder is not,
+    so moving a note reuses its vectors; a title written as an H1 is said once, as it is
+    when the frontmatter holds it.
     """
     parts = [title]
     section = section_path(title, heading_path)
@@ -102,13 +114,15 @@ def embed_hash(text: str) -> str:
 
 def note_rows(parsed: ParsedNote) -> NoteRows:
     title = parsed.title
+    names = searched_names(title, parsed.aliases)
     blocks = []
     for block in parsed.blocks:
         heading_path = " > ".join(block.heading_path)
+        searched_title = names if block.ordinal == 0 else title
         blocks.append(
             (
                 block.ordinal,
-                title,
+                searched_title,
                 heading_path,
                 block.heading,
                 block.level,
@@ -117,7 +131,7 @@ def note_rows(parsed: ParsedNote) -> NoteRows:
                 block.end_line,
                 block.tokens,
                 " ".join(block.block_refs),
-                embed_hash(embed_input(title, heading_path, block.text)),
+                embed_hash(embed_input(searched_title, heading_path, block.text)),
             )
         )
     return NoteRows(
