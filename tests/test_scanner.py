@@ -6,8 +6,10 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from vaultctx.workspace.scanner import scan_vault
+from vaultctx.workspace.scanner import excluded, load_ignore_spec, scan_vault
 
 
 def note_paths(root: Path) -> list[str]:
@@ -105,10 +107,34 @@ def test_symlinks_that_leave_the_vault_are_not_followed(tmp_path, make_vault):
     assert note_paths(root) == ["Inside.md"]
 
 
-def test_symlink_to_a_note_inside_the_vault_is_followed(make_vault):
+def test_a_note_symlinked_inside_the_vault_is_found_once_under_its_real_path(make_vault):
     root = make_vault({"Real.md": "x"})
     (root / "Shortcut.md").symlink_to(root / "Real.md")
-    assert note_paths(root) == ["Real.md", "Shortcut.md"]
+    assert note_paths(root) == ["Real.md"]
+
+
+@pytest.mark.parametrize(
+    ("target", "link"),
+    [
+        ("private/s.md", "pub.md"),  # the target's folder is in .vaultctxignore
+        (".obsidian/secret.md", "exposed.md"),  # the target is hidden
+        ("private", "privdir"),  # a link to an ignored folder
+        (".obsidian", "config"),  # a link to a hidden folder
+    ],
+)
+def test_a_symlink_to_a_hidden_or_ignored_place_is_skipped_like_its_target(
+    make_vault, target, link
+):
+    root = make_vault(
+        {
+            ".vaultctxignore": "private/\n",
+            "Note.md": "x",
+            "private/s.md": "secret",
+            ".obsidian/secret.md": "secret",
+        }
+    )
+    (root / link).symlink_to(root / target, target_is_directory=(root / target).is_dir())
+    assert note_paths(root) == ["Note.md"]
 
 
 def test_symlink_loops_terminate(make_vault):
@@ -144,3 +170,39 @@ def test_an_unlistable_folder_is_reported_as_a_problem(make_vault):
         (root / "Locked").chmod(0o755)
     assert [f.path for f in result.files] == ["Note.md"]
     assert [p for p, _ in result.problems] == ["Locked"]
+
+
+NAMES = st.sampled_from(["a", "b", "Private", ".hidden", "x.draft", "Notes"])
+PATTERNS = st.sampled_from(
+    ["Private/", "*.draft.md", "!b.md", "/a/", "Notes/**/b.md", "x.draft", "a/*.md", "!a/"]
+)
+
+
+@given(
+    paths=st.lists(
+        st.lists(NAMES, min_size=1, max_size=3).map(lambda parts: "/".join(parts) + ".md"),
+        min_size=1,
+        max_size=8,
+        unique=True,
+    ),
+    patterns=st.lists(PATTERNS, max_size=4),
+)
+def test_excluded_says_exactly_which_notes_the_scan_skips(tmp_path_factory, paths, patterns):
+    """The read policy asks `excluded` at query time: it must agree with the walk."""
+    root = tmp_path_factory.mktemp("vault")
+    (root / ".vaultctxignore").write_text("\n".join(patterns) + "\n")
+    for rel in paths:
+        if any((root / p).is_file() for p in _prefixes(rel)):
+            continue  # a file where this path needs a folder
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        if not (root / rel).is_dir():
+            (root / rel).write_text("x")
+    spec = load_ignore_spec(root)
+    on_disk = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md") if p.is_file())
+    found = set(note_paths(root))
+    assert {p for p in on_disk if not excluded(spec, p)} == found
+
+
+def _prefixes(rel: str) -> list[str]:
+    parts = rel.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]

@@ -1,4 +1,9 @@
-"""Vault discovery: which files are notes, honouring ignore rules and the vault's boundary."""
+"""Vault discovery: which files are notes, honouring ignore rules and the vault's boundary.
+
+What is hidden or ignored here is never a note, and the read policy
+(`vaultctx.permissions`) hides the same paths at query time with `excluded`, so a rule
+changed after an index run holds at once.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,6 @@ from pathlib import Path
 import pathspec
 
 IGNORE_FILENAME = ".vaultctxignore"
-# Obsidian hides every dot-folder (.obsidian, .trash, .git) and vaultctx keeps its index in one.
-ALWAYS_IGNORED = frozenset({".obsidian", ".trash", ".git", ".vaultctx"})
 
 
 @dataclass(frozen=True)
@@ -27,43 +30,62 @@ class ScanResult:
     problems: list[tuple[str, str]]  # (relative path, reason)
 
 
-def load_ignore_spec(root: Path) -> pathspec.PathSpec | None:
-    ignore_file = root / IGNORE_FILENAME
-    if not ignore_file.is_file():
-        return None
+def ignore_lines(root: Path) -> tuple[str, ...]:
+    """The patterns of the vault's `.vaultctxignore` (gitignore syntax), or none."""
     try:
-        lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+        text = (root / IGNORE_FILENAME).read_text(encoding="utf-8", errors="replace")
+    except OSError:  # missing, a folder, unreadable: nothing ignored by it
+        return ()
+    return tuple(text.splitlines())
+
+
+def load_ignore_spec(root: Path) -> pathspec.PathSpec | None:
+    lines = ignore_lines(root)
+    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+
+
+def is_hidden(name: str) -> bool:
+    """Obsidian hides every dot-entry (.obsidian, .trash, .git); vaultctx keeps its index
+    in one (.vaultctx)."""
+    return name.startswith(".")
 
 
 def is_note_path(name: str) -> bool:
-    return name.lower().endswith(".md") and not name.startswith(".")
+    return name.lower().endswith(".md") and not is_hidden(name)
+
+
+def _skipped(spec: pathspec.PathSpec | None, rel: str, name: str, is_dir: bool) -> bool:
+    """Whether the scan skips the entry `rel` (named `name`) of a folder it walks."""
+    if is_hidden(name):
+        return True
+    return spec is not None and spec.match_file(rel + ("/" if is_dir else ""))
+
+
+def excluded(spec: pathspec.PathSpec | None, path: str) -> bool:
+    """Whether the scan would never reach the file at vault-relative `path`: it, or a folder
+    on the way to it, is hidden or ignored (a folder's notes cannot be re-included, as in
+    git)."""
+    parts = path.split("/")
+    return any(
+        _skipped(spec, "/".join(parts[: i + 1]), part, i < len(parts) - 1)
+        for i, part in enumerate(parts)
+    )
 
 
 def scan_vault(root: Path) -> ScanResult:
     """Walk the vault for Markdown notes.
 
-    Hidden entries and the ignore file's patterns are skipped; symlinks are followed only
-    when their target stays inside the vault, and each real directory is visited once:
-    symlinked folders wait until every real folder was walked, so a folder's notes keep
-    their real paths instead of appearing a second time under the link.
+    Hidden entries and the ignore file's patterns are skipped, and so is every symlink: one
+    that leaves the vault is not followed, and one inside it names a file or folder the walk
+    reaches by its real path — or skips, when that is hidden or ignored. A note is thus
+    indexed once, under its real path, which is what read rules are matched against.
     """
     root = root.resolve()
     spec = load_ignore_spec(root)
     files: list[VaultFile] = []
     problems: list[tuple[str, str]] = []
-    seen_dirs: set[str] = {str(root)}
     stack: list[tuple[Path, str]] = [(root, "")]
-    linked: list[tuple[str, Path, str]] = []  # (real path, link path, relative link path)
-    while stack or linked:
-        if not stack:
-            target, link_path, rel_link = linked.pop(0)
-            if target not in seen_dirs:
-                seen_dirs.add(target)
-                stack.append((link_path, rel_link))
-            continue
+    while stack:
         directory, rel_dir = stack.pop()
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
@@ -72,44 +94,24 @@ def scan_vault(root: Path) -> ScanResult:
             continue
         for entry in entries:
             name = entry.name
-            if name.startswith(".") or name in ALWAYS_IGNORED:
-                continue
             rel = f"{rel_dir}/{name}" if rel_dir else name
             try:
-                is_dir = entry.is_dir()
-                is_file = entry.is_file()
+                if entry.is_symlink():
+                    continue
+                is_dir = entry.is_dir(follow_symlinks=False)
+                is_file = entry.is_file(follow_symlinks=False)
             except OSError:
                 continue
-            if spec is not None and spec.match_file(rel + ("/" if is_dir else "")):
+            if _skipped(spec, rel, name, is_dir):
                 continue
-            if entry.is_symlink():
-                target = _inside(root, entry.path)
-                if target is None:
-                    continue
-                if is_dir:
-                    linked.append((target, Path(entry.path), rel))
-                    continue
             if is_dir:
-                seen_dirs.add(os.path.realpath(entry.path))
                 stack.append((Path(entry.path), rel))
             elif is_file and is_note_path(name):
                 try:
-                    st = entry.stat()
+                    st = entry.stat(follow_symlinks=False)
                 except OSError as exc:
                     problems.append((rel, f"cannot stat: {exc.strerror}"))
                     continue
                 files.append(VaultFile(rel, Path(entry.path), st.st_mtime_ns, st.st_size))
     files.sort(key=lambda f: f.path)
     return ScanResult(files, problems)
-
-
-def _inside(root: Path, path: str) -> str | None:
-    """The real path of a symlink if it stays inside the vault, else None."""
-    try:
-        real = os.path.realpath(path)
-    except OSError:
-        return None
-    root_s = str(root)
-    if real == root_s or real.startswith(root_s + os.sep):
-        return real
-    return None

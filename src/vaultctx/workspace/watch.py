@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..errors import VaultctxError
 from .indexer import IndexReport
-from .scanner import ALWAYS_IGNORED, IGNORE_FILENAME, is_note_path, load_ignore_spec
+from .scanner import IGNORE_FILENAME, excluded, is_hidden, is_note_path, load_ignore_spec
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -181,7 +181,7 @@ class VaultWatcher:
             return False
         if rel == IGNORE_FILENAME:
             return True
-        return not any(part.startswith(".") or part in ALWAYS_IGNORED for part in rel.split("/"))
+        return not any(is_hidden(part) for part in rel.split("/"))
 
     def classify(self, abspaths: Iterable[str]) -> ChangeSet:
         """Map changed absolute paths to note paths to re-index, or ask for a full run."""
@@ -195,7 +195,7 @@ class VaultWatcher:
                 self._spec = load_ignore_spec(self._root)
                 full = True
             elif is_note_path(PurePosixPath(rel).name):
-                if self._spec is None or not self._spec.match_file(rel):
+                if not excluded(self._spec, rel):
                     notes.add(rel)
             elif Path(abspath).is_dir():
                 full = True  # a folder created or moved in: its notes sent no events
