@@ -39,27 +39,49 @@ def vault(tmp_path: Path) -> Path:
 def test_a_worker_stuck_past_its_timeout_is_killed_and_the_turn_answers(
     vault: Path, llm_server: LLMServer, model: AgentModel
 ) -> None:
+    before = hash_tree(vault)
     with open_agent_workspace(vault, llm_server, agent_timeout=1.0) as ws:
-        (vault / "Stuck.md").unlink()
-        os.mkfifo(vault / "Stuck.md")  # indexed as a note; reading it now blocks forever
         model.orchestrator.extend(
-            [call("read_note", path="Stuck.md"), Reply(content="That note did not open.")]
+            [call("append_to_note", path="Stuck.md", text="x"), Reply(content="Nothing changed.")]
         )
-        working: list[int] = []
+        stuck: list[int] = []
 
-        def on_event(kind: str, data: dict) -> None:
-            if kind == "tool_call" and data["agent"] == "worker":
-                working.extend(agent_children())
+        def asker(capability: str, resource: str) -> bool:
+            """While the person is asked the worker waits for the answer: it is frozen now
+            (a stalled mount, a hung read) and never sends its write."""
+            stuck.extend(agent_children())
+            for pid in stuck:
+                os.kill(pid, signal.SIGSTOP)
+            return True
 
-        result = ws.ask("Read the stuck note", on_event=on_event)
-    assert len(working) == 1, "the worker ran in one child process"
-    assert not Path(f"/proc/{working[0]}").exists(), "the stuck child was killed and reaped"
+        result = ws.ask("Append to the stuck note", asker=asker)
+    assert len(stuck) == 1, "the worker ran in one child process"
+    assert not Path(f"/proc/{stuck[0]}").exists(), "the stuck child was killed and reaped"
     assert agent_children() == []
     assert result.tool_activity[-1]["output"] == {
         "error": "worker_timeout",
         "message": "the worker did not finish within 1 s",
     }
     assert "worker_timeout" in model.seen["orchestrator"][1].messages[-1]["content"]
+    assert result.answer == "Nothing changed."
+    assert hash_tree(vault) == before
+
+
+def test_a_fifo_where_a_note_was_is_refused_at_once(
+    vault: Path, llm_server: LLMServer, model: AgentModel
+) -> None:
+    with open_agent_workspace(vault, llm_server, agent_timeout=5.0) as ws:
+        (vault / "Stuck.md").unlink()
+        os.mkfifo(vault / "Stuck.md")  # indexed as a note; a blocking read would hang forever
+        model.orchestrator.extend(
+            [call("read_note", path="Stuck.md"), Reply(content="That note did not open.")]
+        )
+        result = ws.ask("Read the stuck note")
+    assert result.tool_activity[-1]["output"] == {
+        "error": "note_not_found",
+        "message": "Stuck.md is not a regular file",
+    }
+    assert agent_children() == []
     assert result.answer == "That note did not open."
 
 

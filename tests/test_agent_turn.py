@@ -144,7 +144,8 @@ def test_notes_a_read_policy_hides_reach_the_model_through_no_tool_and_no_contex
         ]
     )
     with open_agent_workspace(vault, llm_server) as ws:
-        assert "Inbox/Todo.md" in [c.path for c in ws.select("buy frames beehives").candidates]
+        assert ws.resolve_note("Inbox/Todo.md")  # indexed, and hidden from every door:
+        assert "Inbox/Todo.md" not in [c.path for c in ws.select("buy frames beehives").candidates]
         result = ws.ask("What should I buy for the beehives?")
     found = result.tool_activity[0]["output"]["results"]
     assert found and all(r["path"] != "Inbox/Todo.md" for r in found)
@@ -178,6 +179,60 @@ def test_path_escapes_are_refused_even_when_writes_are_allowed(
     errors = [a["output"]["error"] for a in result.tool_activity]
     assert errors == ["path_outside_vault"] * 4
     assert sorted(p.name for p in outside.iterdir()) == ["secret.md"]
+
+
+@pytest.mark.parametrize(
+    ("path", "error"),
+    [
+        ("Inbox\u2215Plan", "path_outside_vault"),  # a division slash: one file named like two
+        ("Inbox\uff0fPlan", "path_outside_vault"),  # a fullwidth solidus ("/" after NFKC)
+        ("~/Plan", "path_outside_vault"),
+        ("Inbox/first\nsecond", "path_outside_vault"),
+        ("Inbox/", "path_outside_vault"),  # would have been "Inbox/.md"
+        (".obsidian/plugins/evil/main.js", "permission_denied"),
+        (".git/hooks/pre-commit", "permission_denied"),
+    ],
+)
+def test_misleading_names_and_hidden_folders_are_never_written_even_when_approved(
+    vault: Path, llm_server: LLMServer, model: AgentModel, path: str, error: str
+) -> None:
+    model.orchestrator.extend(
+        [call("create_note", path=path, content="x"), Reply(content="Not created.")]
+    )
+    before = hash_tree(vault)
+    with open_agent_workspace(vault, llm_server) as ws:
+        result = ws.ask("Create it", asker=lambda capability, resource: True)  # --yes
+    assert result.tool_activity[0]["output"]["error"] == error
+    assert hash_tree(vault) == before
+
+
+def test_a_note_the_policy_hides_is_not_appended_to_even_with_yes(
+    vault: Path, llm_server: LLMServer, model: AgentModel
+) -> None:
+    (vault / ".vaultctx").mkdir()
+    (vault / ".vaultctx" / "permissions.toml").write_text(
+        '[[rules]]\ncapability = "vault.read"\npaths = ["Hives.md"]\neffect = "deny"\n'
+    )
+    model.orchestrator.extend(
+        [
+            Reply(
+                tool_calls=(
+                    ToolCallReply("append_to_note", {"path": "Hives.md", "text": "more"}),
+                    ToolCallReply("add_tag", {"path": "Hives.md", "tag": "x"}),
+                )
+            ),
+            Reply(content="Not done."),
+        ]
+    )
+    before = hash_tree(vault)
+    with open_agent_workspace(vault, llm_server) as ws:
+        result = ws.ask("Add to the hives note", asker=lambda capability, resource: True)
+    outputs = [a["output"] for a in result.tool_activity]
+    assert [(o["error"], o["capability"]) for o in outputs] == [
+        ("permission_denied", "vault.read"),
+        ("permission_denied", "vault.read"),
+    ]
+    assert hash_tree(vault) == before
 
 
 def test_an_injected_note_gets_no_write_without_permission(

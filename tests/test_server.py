@@ -80,8 +80,11 @@ def call(
         conn.close()
 
 
-def test_health_needs_no_token_and_names_the_vault(server: LocalServer) -> None:
+def test_health_needs_no_token_and_names_the_vault_only_to_the_token(server: LocalServer) -> None:
     status, _, body = call(server, "GET", "/health", token=None)
+    assert (status, body) == (200, {"ok": True})
+    assert call(server, "GET", "/health", token="wrong")[2] == {"ok": True}
+    status, _, body = call(server, "GET", "/health")
     assert status == 200
     assert body["vault"] == str(server.workspace.root)
     assert body["pid"] == os.getpid()

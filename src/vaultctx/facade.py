@@ -16,8 +16,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._lazy import lazy_exports
-from .errors import NotIndexed, VaultctxError
+from .errors import NoteNotFound, NotIndexed, VaultctxError
+from .permissions import VaultPolicy, confine
 from .workspace import Embedder, IndexReport, IndexStatus, Vault, VaultWatcher
+from .workspace.notefile import NoteText, read_note_file
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -41,6 +43,7 @@ __all__ = [
     "IndexStatus",
     "Memory",
     "MemoryKind",
+    "NoteText",
     "Selection",
     "SessionContext",
     "Tier",
@@ -73,6 +76,7 @@ class Workspace(Vault):
 
     def __init__(self, root: Path, config: Config, db: IndexDatabase, embedder: Embedder) -> None:
         super().__init__(root, config, db, embedder)
+        self.policy = VaultPolicy(root, db.path.parent)  # what may leave the index, read anew
         self._selector_lock = threading.Lock()  # never waits for a running index()
         self._selector: Selector | None = None
         self._refiner: Refiner | None = None
@@ -91,7 +95,7 @@ class Workspace(Vault):
             created = False
             with self._selector_lock:
                 if self._selector is None:
-                    self._selector = Selector(self)
+                    self._selector = Selector(self, self.policy)
                     created = True
             if created and (self._memory is not None or memory_exists(self.db.path.parent)):
                 self.memory.attach(self._selector)
@@ -106,7 +110,9 @@ class Workspace(Vault):
 
             with self._selector_lock:
                 if self._memory is None:
-                    self._memory = AgentMemoryFacade.for_vault(self, self._embed_query)
+                    self._memory = AgentMemoryFacade.for_vault(
+                        self, self._embed_query, policy=self.policy
+                    )
         return self._memory
 
     def _embed_query(self, text: str) -> Any:
@@ -177,6 +183,30 @@ class Workspace(Vault):
         else:
             log.info("warm in %.2f s", time.perf_counter() - started)
 
+    # --- notes, as a client reads them ------------------------------------------------------
+
+    def find_note(self, note: str) -> str:
+        """The path of the note `note` names (path, file name, title or alias), if the
+        vault's policy lets a client read it; `NoteNotFound` otherwise, as if it were not
+        there."""
+        path, _ = self.resolve_note(note)
+        if not self.policy.readable(path):
+            raise NoteNotFound(f"no readable note named {note!r} in {self.root}")
+        return path
+
+    def read_note(self, note: str, *, max_chars: int | None = None) -> NoteText:
+        """The Markdown of a note a client may read (`find_note`), read from disk now. If
+        its file became a symlink since the index run, the policy judges the target too."""
+        path = self.find_note(note)
+        real = confine(self.root, path).relative_to(self.root).as_posix()
+        if real != path and not self.policy.readable(real):
+            raise NoteNotFound(f"no readable note named {note!r} in {self.root}")
+        return read_note_file(self.root, path, max_chars)
+
+    def touch(self, note: str, *, kind: str = "touch") -> str:
+        """`Vault.touch` for a note a client may read; others are `NoteNotFound`."""
+        return super().touch(self.find_note(note), kind=kind)
+
     # --- refine --------------------------------------------------------------------------
 
     @property
@@ -218,6 +248,28 @@ class Workspace(Vault):
         return self.refiner.refine(
             selection, budget=budget, settings=settings, use_vectors=use_vectors
         )
+
+    def gate_request(
+        self,
+        query: str,
+        *,
+        model: str | None = None,
+        k: int = 30,
+        filters: Filters | dict[str, Any] | None = None,
+        use_vectors: bool = True,
+    ) -> dict[str, Any]:
+        """What `context` would send to the model for `query`, sending nothing: the model
+        (None: none configured, so nothing would leave the machine) and the messages."""
+        from .llm import LLMSettings
+        from .pipeline.refine import gate_prompt
+
+        settings = LLMSettings.resolve(self.config, model=model)
+        if not settings.configured:
+            return {"model": None, "api_base": None, "messages": []}
+        selection = self.select(query, k=k, filters=filters, use_vectors=use_vectors)
+        candidates = list(selection.candidates)
+        messages = gate_prompt(selection.query, candidates)[1] if candidates else []
+        return {"model": settings.model, "api_base": settings.api_base, "messages": messages}
 
     # --- agent turn ----------------------------------------------------------------------
 

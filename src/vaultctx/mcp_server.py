@@ -8,14 +8,12 @@ its PermissionGuard, and are not exposed here.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from mcp.server import MCPServer
 from mcp.types import ToolAnnotations
 
 from ._version import __version__
-from .errors import NoteNotFound
 from .facade import Filters, Workspace
 
 READ_ONLY = ToolAnnotations(
@@ -65,14 +63,7 @@ def create_mcp_server(workspace: Workspace, *, use_vectors: bool = True) -> MCPS
     @server.tool(title="Read a note", annotations=READ_ONLY)
     def read_note(note: str) -> dict[str, Any]:
         """The full Markdown of one note, named by its vault path, file name, title or alias."""
-        path, _ = ws.resolve_note(note)
-        real = os.path.realpath(ws.root / path)
-        if os.path.commonpath([real, str(ws.root)]) != str(ws.root):
-            raise NoteNotFound(f"{note!r} resolves outside the vault")
-        with open(real, encoding="utf-8", errors="replace") as fh:
-            content = fh.read(MAX_NOTE_CHARS + 1)
-        truncated = len(content) > MAX_NOTE_CHARS
-        return {"path": path, "content": content[:MAX_NOTE_CHARS], "truncated": truncated}
+        return ws.read_note(note, max_chars=MAX_NOTE_CHARS).to_dict()
 
     @server.tool(title="Context for a task, within a token budget", annotations=READ_ONLY_WITH_LLM)
     def context(query: str, budget: int | None = None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._version import __version__
 from ..errors import NoteNotFound
 from ..llm import LLMSettings, count_tokens
-from ..permissions import Asker, Capability, PermissionGuard, load_policy
+from ..permissions import Asker, Capability, PermissionGuard
 from ..pipeline.context import SessionContext
 from .compaction import compact, history_from_rows
 from .delegates import Delegates
@@ -28,6 +28,7 @@ from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model
 from .registers import ToolCallRecord
 from .session import SessionLog, SessionSummary, list_session_files
 from .skill_tools import NO_SKILLS, skills_for_turn
+from .tools import writable_tiers
 from .trace import CompletionTrace
 from .workspace_vault import WorkspaceVault
 
@@ -175,7 +176,7 @@ class AgentRequestHandler:
         session_id = self.log.session_id
         rows = self.log.rows()
         history = history_from_rows(rows)
-        guard = PermissionGuard(load_policy(self.ws.db.path.parent), asker=self.asker)
+        guard = PermissionGuard(self.ws.policy.current(), asker=self.asker)
         if skill is not None:
             guard = guard.restricted(skill.skill.capabilities)
         vault = WorkspaceVault(self.ws)
@@ -243,7 +244,7 @@ class AgentRequestHandler:
             content=run.answer,
             metadata={"kind": "chat", "citations": list(citations)},
         )
-        self._persist_memory(question, run.answer, session_id, citations)
+        self._persist_memory(question, run.answer, session_id, citations, guard)
         return TurnResult(
             answer=run.answer,
             citations=citations,
@@ -297,10 +298,22 @@ class AgentRequestHandler:
             return ""
 
     def _persist_memory(
-        self, question: str, answer: str, session_id: str, paths: tuple[str, ...]
+        self,
+        question: str,
+        answer: str,
+        session_id: str,
+        paths: tuple[str, ...],
+        guard: PermissionGuard,
     ) -> None:
+        """Only in the tiers the turn's guard lets memory write without asking: a policy that
+        denies `memory.write`, or a skill that does not declare it, leaves nothing behind."""
+        tiers = writable_tiers(guard)
+        if not tiers:
+            return
         try:
-            self.ws.memory.persist_turn(question, answer, session_id=session_id, paths=paths)
+            self.ws.memory.persist_turn(
+                question, answer, session_id=session_id, paths=paths, tiers=tiers
+            )
         except Exception as exc:
             log.warning("memory persist failed: %s: %s", type(exc).__name__, exc)
 

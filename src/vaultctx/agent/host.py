@@ -19,7 +19,7 @@ from ..permissions import Capability, PermissionGuard, vault_relative
 from .jobs import DelegationTimeout
 from .registers import ToolCallRecord
 from .requests import TurnObserver
-from .tools import admit, memory_resource
+from .tools import admit, require_memory_write, require_write
 from .trace import CompletionTrace
 from .vault import Admission, IndexedVault
 
@@ -65,15 +65,15 @@ class DelegationHost:
         return self.vault.read(path)
 
     def create(self, path: str, text: str) -> bool:
-        self.guard.require(Capability.VAULT_WRITE, vault_relative(self.root, path))
+        require_write(self.guard, vault_relative(self.root, path), existing=False)
         return self.vault.create(path, text)
 
     def append(self, path: str, text: str) -> None:
-        self.guard.require(Capability.VAULT_WRITE, vault_relative(self.root, path))
+        require_write(self.guard, vault_relative(self.root, path), existing=True)
         self.vault.append(path, text)
 
     def remember(self, text: str, tier: str, scope: str | None, source: dict[str, Any]) -> str:
-        self.guard.require(Capability.MEMORY_WRITE, memory_resource(tier))
+        require_memory_write(self.guard, tier)
         return self.vault.remember(text, tier, scope, source)
 
     # Guard

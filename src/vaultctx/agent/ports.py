@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from ..config import Config
     from ..memory import AgentMemoryFacade
+    from ..permissions import VaultPolicy
     from ..pipeline import Selection
     from ..pipeline.context import SessionContext
     from ..workspace.db import IndexDatabase
@@ -27,6 +28,7 @@ class TurnWorkspace(Protocol):
     root: Path
     config: Config
     db: IndexDatabase
+    policy: VaultPolicy
 
     @property
     def memory(self) -> AgentMemoryFacade: ...

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SessionNotFound
+from ..workspace.db import private_dir, private_file
 
 FORMAT_VERSION = 1
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
@@ -60,8 +61,8 @@ class SessionLog:
     @classmethod
     def create(cls, directory: Path, *, vault: str, version: str) -> SessionLog:
         session_id = new_session_id()
-        directory.mkdir(parents=True, exist_ok=True)
-        log = cls(session_path(directory, session_id), session_id)
+        private_dir(directory)
+        log = cls(private_file(session_path(directory, session_id)), session_id)
         log.append(
             {
                 "type": "session",
@@ -80,6 +81,7 @@ class SessionLog:
         path = session_path(directory, session_id)
         if not path.is_file():
             raise SessionNotFound(f"no session {session_id!r} in {directory}")
+        private_file(path)  # a session written before files were made private
         with path.open("rb+") as handle:
             handle.seek(0, 2)
             if handle.tell():

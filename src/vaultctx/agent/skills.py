@@ -36,6 +36,7 @@ from ..errors import NoteNotFound, SkillError
 from ..llm import count_tokens
 from ..permissions import Capability, PermissionGuard
 from ..workspace.frontmatter import split_frontmatter
+from ..workspace.notefile import read_note_file
 
 if TYPE_CHECKING:
     from .ports import TurnWorkspace
@@ -175,22 +176,25 @@ class SkillCatalog:
 
 
 def discover(ws: TurnWorkspace) -> SkillCatalog:
-    """The skills of the vault: indexed notes under `config.skills_folder`, each parsed
-    from its file (the index keeps no frontmatter types)."""
-    folder = ws.config.skills_folder.strip("/")
+    """The skills of the vault: indexed notes under `config.skills_folder` that the policy
+    lets a model read, each parsed from its file (the index keeps no frontmatter types)."""
+    folder = ws.config.skills_folder.strip("/") + "/"
     ws.require_index()
     rows = ws.db.connect().execute(
-        "SELECT path FROM notes WHERE path LIKE ? || '/%' ORDER BY path", (folder,)
+        "SELECT path FROM notes WHERE substr(path, 1, length(?)) = ? ORDER BY path",
+        (folder, folder),
     )
+    policy = ws.policy.current()
     skills: list[Skill] = []
     errors: list[SkillError] = []
     for (path,) in rows.fetchall():
+        if not policy.readable(path):
+            continue
         try:
-            text = (ws.root / path).read_text(encoding="utf-8", errors="replace")
-            skills.append(parse_skill(path, text))
+            skills.append(parse_skill(path, read_note_file(ws.root, path).content))
         except SkillError as exc:
             errors.append(exc)
-        except OSError as exc:
+        except NoteNotFound as exc:
             errors.append(SkillError(path, "file", str(exc)))
     return SkillCatalog(tuple(skills), tuple(errors))
 

@@ -123,9 +123,42 @@ INVESTIGATE = function_schema(
 """The Orchestrator's own tool: it delegates instead of executing."""
 
 
+MEMORY_TIERS = ("conversation", "channel", "workspace", "account")
+
+
 def memory_resource(tier: str) -> str:
     """What the guard sees for a memory write: policies can allow tiers separately."""
     return f"memory:{tier}"
+
+
+def require_memory_write(guard: PermissionGuard, tier: str) -> None:
+    """Allow writing memory in `tier` or raise `PermissionDenied`: `memory.write` on the
+    tier, and for the account tier, whose memories every vault's turns see, also
+    `memory.account`."""
+    resource = memory_resource(tier)
+    guard.require(Capability.MEMORY_WRITE, resource)
+    if tier == "account":
+        guard.require(Capability.MEMORY_ACCOUNT, resource)
+
+
+def writable_tiers(guard: PermissionGuard) -> frozenset[str]:
+    """The tiers memory may write on its own after a turn: those `require_memory_write`
+    allows without asking anyone (nobody is asked after the answer)."""
+    return frozenset(
+        tier
+        for tier in MEMORY_TIERS
+        if guard.permits(Capability.MEMORY_WRITE, memory_resource(tier))
+        and (tier != "account" or guard.permits(Capability.MEMORY_ACCOUNT, memory_resource(tier)))
+    )
+
+
+def require_write(guard: PermissionGuard, path: str, *, existing: bool) -> None:
+    """Allow writing the note at vault-relative `path` or raise `PermissionDenied`. Changing
+    an existing note also needs reading it: a note the policy hides is not written into,
+    whoever approves."""
+    guard.require(Capability.VAULT_WRITE, path)
+    if existing:
+        guard.require(Capability.VAULT_READ, path)
 
 
 def _resource(vault: IndexedVault, tool: Tool, args: BaseModel) -> str:
@@ -158,7 +191,12 @@ def admit(
         return {"error": "invalid_arguments", "message": f"{where}: {first['msg']}"}
     try:
         resource = _resource(vault, tool, args)
-        guard.require(tool.capability, resource)
+        if tool.capability is Capability.MEMORY_WRITE:
+            require_memory_write(guard, getattr(args, "tier", "workspace"))
+        elif tool.capability is Capability.VAULT_WRITE:
+            require_write(guard, resource, existing=tool.must_exist)
+        else:
+            guard.require(tool.capability, resource)
     except Exception as exc:  # a refusal, or a lookup that failed: the model's error
         return tool_error(exc)
     return Admission(args.model_dump(), resource)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..workspace.notefile import read_note_file
+
 if TYPE_CHECKING:
     from ..permissions.capability import Capability
 
@@ -84,4 +86,5 @@ class IndexedVault(VaultAccess, Protocol):
 
 
 def read_note_text(root: Path, path: str) -> str:
-    return (root / path).read_text(encoding="utf-8", errors="replace")
+    """A note's text, the way every door reads one (`workspace.notefile`)."""
+    return read_note_file(root, path).content

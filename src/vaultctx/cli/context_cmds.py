@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 )
 @click.option("-k", "--k", "k", default=30, show_default=True, help="Candidates select proposes.")
 @click.option("--no-vectors", is_flag=True, help="Lexical and graph only: never loads the model.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the request the gate would send to the model (as JSON), and send nothing.",
+)
 @filter_options
 @json_option
 def context(
@@ -43,6 +48,7 @@ def context(
     model: str | None,
     k: int,
     no_vectors: bool,
+    dry_run: bool,
     as_json: bool,
     **filter_args,
 ) -> None:
@@ -51,6 +57,18 @@ def context(
     Uses a `vaultctx serve` running for the vault when there is one, else runs in-process.
     """
     from ..server.client import request_server  # http.client: only for commands that query
+
+    if dry_run:
+        with open_workspace(vault) as ws:
+            request = ws.gate_request(
+                query,
+                model=model,
+                k=k,
+                filters=build_filters(**filter_args),
+                use_vectors=not no_vectors,
+            )
+        emit_json(request)
+        return
 
     body = {
         "query": query,

@@ -253,8 +253,8 @@ def open_note(note: str, vault: str, path_only: bool, as_json: bool) -> None:
 
     console = output.console
     with open_workspace(vault) as ws:
-        path = ws.touch(note, kind="open")
-        content = (ws.root / path).read_text(encoding="utf-8", errors="replace")
+        note_text = ws.read_note(note)
+        path, content = ws.touch(note_text.path, kind="open"), note_text.content
     if as_json:
         emit_json({"path": path, "content": content})
     elif path_only:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from . import extract as ex
 from .mirror import Scope
-from .models import Memory, MemorySource, Observation
+from .models import Memory, MemorySource, Observation, Tier
 from .places import MemoryPlaces
 from .upsert import MemoryDraft
 
@@ -21,10 +21,12 @@ from .upsert import MemoryDraft
 @dataclass(frozen=True)
 class TurnJob:
     """A turn to remember, and where: `fixed` puts every memory it leaves in one tier and
-    scope; None lets the tier decision place each (`MemoryPlaces.place`)."""
+    scope; None lets the tier decision place each (`MemoryPlaces.place`). Only memories in
+    `tiers` are kept (None: every tier)."""
 
     turn: ex.Turn
     fixed: Scope | None = None
+    tiers: frozenset[Tier] | None = None
 
 
 @dataclass
@@ -78,7 +80,8 @@ class TurnDeriver:
                 drafts.append(self._draft(ex.exchange([t for _, t in before], turn), job, pair))
             said = [*before, (turn.turn_id, ex.said(turn))]
             pending.said[(where, turn.session_id)] = said[-ex.EXCHANGE_CONTEXT :]
-        return [*drafts, self._arc(job, source, pending)]
+        drafts.append(self._arc(job, source, pending))
+        return [d for d in drafts if job.tiers is None or d.tier in job.tiers]
 
     def _arc(self, job: TurnJob, source: MemorySource, pending: Pending) -> MemoryDraft:
         """The session's arc, one point longer (see `extract.extend_arc`)."""

@@ -31,6 +31,7 @@ from .upsert import MemoryDraft
 from .writing import Counters, MemoryWrites
 
 if TYPE_CHECKING:
+    from ..permissions import VaultPolicy
     from ..pipeline import Selector
     from ..workspace import Embedder, Vault
 
@@ -60,7 +61,10 @@ class AgentMemoryFacade:
         half_lives: dict[Tier, float] | None = None,
         extractor: ex.Extractor | None = None,
         rrf_k: int = 60,
+        policy: VaultPolicy | None = None,
     ) -> None:
+        """`policy` hides from every search the memories drawn from notes it does not let a
+        client read."""
         model_id = embedder.model_id if embedder is not None else None
         self.places = MemoryPlaces(
             MemoryRepository(Path(path), model_id=model_id),
@@ -78,19 +82,24 @@ class AgentMemoryFacade:
         }
         self.extractor: ex.Extractor = extractor or ex.DeterministicExtractor()
         self.rrf_k = rrf_k
+        self.policy = policy
         self.scratchpad = ScratchpadRepository(self.repo)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vaultctx-memory")
         self._counters = Counters()
         deriver = TurnDeriver(self.places, self.extractor, self._counters.count)
         self._writes = MemoryWrites(self.places, deriver, embedder, self._counters)
         self._writes.on_write = self._register
-        self._recall = TurnRecall(self.places, self._rank)
+        self._recall = TurnRecall(self.places, self._rank, self._unreadable)
         self._selector: Selector | None = None
         self._retriever = MemoryRetriever(self._retriever_search)
 
     @classmethod
     def for_vault(
-        cls, vault: Vault, embed_query: Callable[[str], np.ndarray] | None = None
+        cls,
+        vault: Vault,
+        embed_query: Callable[[str], np.ndarray] | None = None,
+        *,
+        policy: VaultPolicy | None = None,
     ) -> AgentMemoryFacade:
         """Memory beside the vault's index (`memory.db`), the account's under the user data
         dir. `embed_query` shares a warm query-vector cache (the select's) with memory.
@@ -117,6 +126,7 @@ class AgentMemoryFacade:
             },
             rrf_k=cfg.rrf_k,
             extractor=ex.LLMExtractor(LLMSettings.resolve(cfg)) if cfg.llm_model else None,
+            policy=policy,
         )
 
     @property
@@ -221,15 +231,21 @@ class AgentMemoryFacade:
         assistant_name: str = "Assistant",
         paths: Sequence[str] = (),
         tier: Tier | str | None = None,
+        tiers: Collection[Tier | str] | None = None,
     ) -> bool:
         """Remember a finished turn in the background; returns at once.
 
         Observations are extracted (the configured extractor, the deterministic one if it
         fails), scored, tiered (the raw turn → conversation, facts → channel or workspace,
         personal facts and rules → account; `tier` puts them all in one tier) and the
-        session's episodic arc is extended. `at` is the turn's time (default: now).
+        session's episodic arc is extended. `at` is the turn's time (default: now). With
+        `tiers`, memories placed in any other tier are dropped; none at all: nothing is
+        extracted, and False is returned.
         A failing model or database never raises here: it is logged and counted in
         `stats`. Only a caller's mistake does (`tier="channel"` without a `channel`)."""
+        kept = None if tiers is None else frozenset(Tier(t) for t in tiers)
+        if kept is not None and not kept:
+            return False
         fixed: Scope | None = None
         if tier is not None:
             tier = Tier(tier)
@@ -245,7 +261,7 @@ class AgentMemoryFacade:
             assistant_name=assistant_name,
             paths=tuple(paths),
         )
-        return self._writes.submit_turn(TurnJob(turn, fixed))
+        return self._writes.submit_turn(TurnJob(turn, fixed, kept))
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait for every background write submitted so far; False on timeout."""
@@ -296,7 +312,7 @@ class AgentMemoryFacade:
             query,
             kinds=[MemoryKind(kd) for kd in kinds] or list(MemoryKind),
             k=k,
-            exclude=exclude,
+            exclude={*exclude, *self._unreadable()},
             now=now,
             half_lives=self.half_lives,
             embed=self._embed_query,
@@ -307,6 +323,18 @@ class AgentMemoryFacade:
         if result.error:
             self._counters.count("embed_errors", RuntimeError(result.error))
         return result
+
+    def _unreadable(self) -> list[str]:
+        """Ids of the memories drawn from a note the policy does not let a client read."""
+        policy = self.policy.current() if self.policy is not None else None
+        if policy is None or not policy.restricts_reading:
+            return []
+        return [
+            memory_id
+            for repo in self.places.repos()
+            for memory_id, paths in repo.note_sources()
+            if not all(policy.readable(path) for path in paths)
+        ]
 
     def _retriever_search(
         self, query: str, *, k: int, query_vector: np.ndarray | None = None

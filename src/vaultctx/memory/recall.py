@@ -4,7 +4,7 @@ same ranking as `search`), the user's rules, a catch-up on the last session, dia
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from .extract import ARC_KEY
 from .mirror import Scope
@@ -19,11 +19,14 @@ Rank = Callable[..., SearchResult]
 
 class TurnRecall:
     """Builds a turn's `MemoryContext`; caches the rules, which every turn of a session asks
-    for, until a database changes."""
+    for, until a database changes. `unreadable()` names the memories a read policy hides."""
 
-    def __init__(self, places: MemoryPlaces, rank: Rank) -> None:
+    def __init__(
+        self, places: MemoryPlaces, rank: Rank, unreadable: Callable[[], Collection[str]]
+    ) -> None:
         self.places = places
         self._rank = rank
+        self._unreadable = unreadable
         self._rules_cache: dict[tuple, tuple[tuple[int, ...], list[Memory]]] = {}
 
     def context(
@@ -34,8 +37,11 @@ class TurnRecall:
         already holds another way (the rules, the catch-up)."""
         started = time.perf_counter()
         visible = self.places.visible(session_id, channel)
-        rules = self.rules(visible)
+        hidden = set(self._unreadable())
+        rules = [m for m in self.rules(visible) if m.id not in hidden]
         catch_up = self.catch_up(session_id, channel) if first_turn else None
+        if catch_up is not None and catch_up.id in hidden:
+            catch_up = None
         shown = {m.id for m in rules} | ({catch_up.id} if catch_up else set())
         ranked = self._rank(query, visible, k=k, now=now, exclude=shown)
         entries = ranked.memories

@@ -7,6 +7,7 @@ the user said. Vectors are float32 blobs keyed by memory, searched through a `Ve
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 import threading
 import time
@@ -298,6 +299,15 @@ class MemoryRepository(DraftWriting):
             (*FTS_WEIGHTS, built.match, *args, limit),
         ).fetchall()
         return [(rowid, -score) for rowid, score in rows]
+
+    def note_sources(self) -> list[tuple[str, list[str]]]:
+        """(id, note paths) of every live memory that came from notes: what a read policy
+        hides along with the notes."""
+        rows = self.connect().execute(
+            "SELECT id, json_extract(source, '$.paths') FROM memories"
+            " WHERE deleted_at IS NULL AND json_array_length(source, '$.paths') > 0"
+        )
+        return [(memory_id, json.loads(paths)) for memory_id, paths in rows]
 
     def count(self) -> int:
         return int(

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .capability import Capability
     from .guard import Asker, Decision, PermissionGuard
     from .paths import confine, vault_relative
-    from .policy import POLICY_FILENAME, Effect, Policy, Rule, load_policy
+    from .policy import POLICY_FILENAME, Effect, Policy, Rule, VaultPolicy, load_policy
 
 # Loaded on first use (PEP 562): an agent's child process names capabilities only.
 _LAZY = {
@@ -26,6 +26,7 @@ _LAZY = {
     "Effect": ".policy",
     "Policy": ".policy",
     "Rule": ".policy",
+    "VaultPolicy": ".policy",
     "load_policy": ".policy",
 }
 
@@ -40,6 +41,7 @@ __all__ = [
     "PermissionGuard",
     "Policy",
     "Rule",
+    "VaultPolicy",
     "confine",
     "load_policy",
     "vault_relative",

@@ -13,4 +13,5 @@ class Capability(StrEnum):
     VAULT_READ = "vault.read"
     VAULT_WRITE = "vault.write"
     MEMORY_WRITE = "memory.write"
+    MEMORY_ACCOUNT = "memory.account"  # and memory.write: account memory reaches every vault
     NET = "net"

@@ -1,6 +1,6 @@
 """The permission policy: a default effect per capability, then path-glob rules.
 
-`<index dir>/permissions.toml` (beside index.db):
+`<vault>/.vaultctx/permissions.toml` (with the vault's config, wherever the index lives):
 
     [defaults]
     "vault.write" = "deny"
@@ -12,19 +12,25 @@
 
 The first rule whose capability matches and whose globs (gitignore syntax, vault-relative)
 match the resource decides; a rule without `paths` matches any resource. Otherwise the
-capability's default applies.
+capability's default applies. Two things come before the rules: what the vault hides
+(dot-folders, `.vaultctxignore`) is never readable, and a hidden folder is writable only
+through a rule that names it by path.
 """
 
 from __future__ import annotations
 
+import threading
 import tomllib
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 
 import pathspec
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
+from ..config import CONFIG_DIRNAME
 from ..errors import ConfigError
+from ..workspace.scanner import IGNORE_FILENAME, excluded, ignore_lines
 from .capability import Capability
 
 POLICY_FILENAME = "permissions.toml"
@@ -40,8 +46,11 @@ DEFAULT_EFFECTS: dict[Capability, Effect] = {
     Capability.VAULT_READ: Effect.ALLOW,
     Capability.VAULT_WRITE: Effect.ASK,
     Capability.MEMORY_WRITE: Effect.ALLOW,
+    Capability.MEMORY_ACCOUNT: Effect.ALLOW,
     Capability.NET: Effect.DENY,
 }
+HIDDEN_OR_IGNORED = "hidden or ignored (.vaultctxignore)"
+HIDDEN_FOLDER = "a hidden folder: only a rule that names it by path allows writing there"
 
 
 class Rule(BaseModel):
@@ -53,43 +62,129 @@ class Rule(BaseModel):
     effect: Effect
     paths: tuple[str, ...] = ()
 
+    @cached_property
+    def spec(self) -> pathspec.PathSpec:
+        return pathspec.GitIgnoreSpec.from_lines(self.paths)
+
     def matches(self, capability: Capability, resource: str) -> bool:
         if capability is not self.capability:
             return False
-        if not self.paths:
-            return True
-        return pathspec.GitIgnoreSpec.from_lines(self.paths).match_file(resource)
+        return not self.paths or self.spec.match_file(resource)
 
 
 class Policy(BaseModel):
-    """Defaults per capability plus ordered rules; the first matching rule wins."""
+    """Defaults per capability plus ordered rules; the first matching rule wins. `ignore`
+    holds the vault's `.vaultctxignore` patterns: what they match is never readable."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     defaults: dict[Capability, Effect] = Field(default_factory=lambda: dict(DEFAULT_EFFECTS))
     rules: tuple[Rule, ...] = ()
+    ignore: tuple[str, ...] = ()
+    _readable: dict[str, bool] = PrivateAttr(default_factory=dict)
+
+    @cached_property
+    def ignore_spec(self) -> pathspec.PathSpec | None:
+        return pathspec.GitIgnoreSpec.from_lines(self.ignore) if self.ignore else None
 
     def effect_for(self, capability: Capability, resource: str) -> tuple[Effect, str]:
         """The effect and a short reason naming what decided it."""
+        if capability is Capability.VAULT_READ and excluded(self.ignore_spec, resource):
+            return Effect.DENY, HIDDEN_OR_IGNORED
+        hidden = capability is Capability.VAULT_WRITE and excluded(None, resource)
         for index, rule in enumerate(self.rules, start=1):
-            if rule.matches(capability, resource):
+            if rule.matches(capability, resource) and not (hidden and not rule.paths):
                 return rule.effect, f"policy rule {index}"
+        if hidden:
+            return Effect.DENY, HIDDEN_FOLDER
         return self.defaults.get(capability, Effect.DENY), "policy default"
 
+    def readable(self, path: str) -> bool:
+        """Whether the note at `path` may reach a model or a client without asking anyone:
+        the one read decision of every door. Remembered per path: a policy never changes."""
+        allowed = self._readable.get(path)
+        if allowed is None:
+            allowed = self.effect_for(Capability.VAULT_READ, path)[0] is Effect.ALLOW
+            self._readable[path] = allowed
+        return allowed
 
-def load_policy(index_dir: Path) -> Policy:
-    """The policy in `index_dir/permissions.toml`, over the defaults; built-in defaults when
-    the file is missing. An invalid file is a `ConfigError`, never a silent allow."""
-    path = index_dir / POLICY_FILENAME
-    if not path.is_file():
-        return Policy()
+    @cached_property
+    def restricts_reading(self) -> bool:
+        """Whether any indexed note can be unreadable. The index holds no hidden paths (the
+        scan skips them), so without ignore patterns and read rules that allow less than
+        everything, every note is readable and nothing needs checking."""
+        read = Capability.VAULT_READ
+        return bool(self.ignore) or any(
+            effect is not Effect.ALLOW
+            for effect in (
+                self.defaults.get(read, Effect.DENY),
+                *(r.effect for r in self.rules if r.capability is read),
+            )
+        )
+
+
+def policy_paths(vault_root: Path, index_dir: Path | None = None) -> list[Path]:
+    """Where a policy file may be: beside the vault's config, and in a separate index dir
+    (where earlier versions read it)."""
+    paths = [vault_root / CONFIG_DIRNAME / POLICY_FILENAME]
+    if index_dir is not None and index_dir.resolve() != paths[0].parent.resolve():
+        paths.append(index_dir / POLICY_FILENAME)
+    return paths
+
+
+def load_policy(vault_root: Path, index_dir: Path | None = None) -> Policy:
+    """The vault's policy over the defaults, with its `.vaultctxignore`; built-in defaults
+    when there is no policy file. An invalid file, or one in each place, is a `ConfigError`,
+    never a silent allow."""
+    found = [p for p in policy_paths(vault_root, index_dir) if p.is_file()]
+    if len(found) > 1:
+        raise ConfigError(
+            f"two permission files, {found[0]} and {found[1]}: keep one, in {found[0].parent}"
+        )
+    ignore = ignore_lines(vault_root)
+    if not found:
+        return Policy(ignore=ignore)
+    path = found[0]
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         defaults = {**DEFAULT_EFFECTS, **data.get("defaults", {})}
-        return Policy(defaults=defaults, rules=tuple(data.get("rules", ())))
+        return Policy(defaults=defaults, rules=tuple(data.get("rules", ())), ignore=ignore)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "policy"
         raise ConfigError(f"{path}: {where}: {first['msg']}") from exc
+
+
+class VaultPolicy:
+    """A vault's policy as its files say now: `current()` reads them again when
+    `permissions.toml` or `.vaultctxignore` changed, so an edited rule holds from the next
+    query on, also in a server that runs for days. A stat of each file per call."""
+
+    def __init__(self, vault_root: Path, index_dir: Path | None = None) -> None:
+        self.vault_root = vault_root
+        self.index_dir = index_dir
+        self._files = [*policy_paths(vault_root, index_dir), vault_root / IGNORE_FILENAME]
+        self._loaded: tuple[tuple[tuple[int, int, int] | None, ...], Policy] | None = None
+        self._lock = threading.Lock()
+
+    def current(self) -> Policy:
+        signature = tuple(_signature(path) for path in self._files)
+        loaded = self._loaded
+        if loaded is None or loaded[0] != signature:
+            with self._lock:
+                policy = load_policy(self.vault_root, self.index_dir)
+                self._loaded = loaded = (signature, policy)
+        return loaded[1]
+
+    def readable(self, path: str) -> bool:
+        return self.current().readable(path)
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino

@@ -19,11 +19,18 @@ def search(
     *,
     weights: tuple[float, float, float] = DEFAULT_COLUMN_WEIGHTS,
     allowed_table: str | None = None,
+    hidden_table: str | None = None,
 ) -> list[Hit]:
-    """Run the built query; `allowed_table` names a temp table of note ids to stay within."""
+    """Run the built query; `allowed_table` names a temp table of note ids to stay within,
+    `hidden_table` one of note ids to leave out."""
     if query.match is None or limit <= 0:
         return []
-    if allowed_table is None:
+    where = ["blocks_fts MATCH ?"]
+    if allowed_table is not None:
+        where.append(f"b.note_id IN (SELECT note_id FROM {allowed_table})")
+    if hidden_table is not None:
+        where.append(f"b.note_id NOT IN (SELECT note_id FROM {hidden_table})")
+    if len(where) == 1:
         sql = (
             "SELECT rowid, bm25(blocks_fts, ?, ?, ?) AS s FROM blocks_fts"
             " WHERE blocks_fts MATCH ? ORDER BY s, rowid LIMIT ?"
@@ -31,8 +38,7 @@ def search(
     else:
         sql = (
             "SELECT f.rowid, bm25(blocks_fts, ?, ?, ?) AS s FROM blocks_fts f"
-            " JOIN blocks b ON b.id = f.rowid"
-            f" WHERE blocks_fts MATCH ? AND b.note_id IN (SELECT note_id FROM {allowed_table})"
+            f" JOIN blocks b ON b.id = f.rowid WHERE {' AND '.join(where)}"
             " ORDER BY s, f.rowid LIMIT ?"
         )
     rows = conn.execute(sql, (*weights, query.match, limit)).fetchall()

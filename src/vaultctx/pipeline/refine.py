@@ -90,6 +90,20 @@ class GateCache:
 # --- the refiner -----------------------------------------------------------------------------
 
 
+def gate_prompt(
+    query: str, candidates: list[Candidate]
+) -> tuple[dict[str, Candidate], list[dict[str, str]]]:
+    """The LLM gate's request for `candidates`: the short alias of each (`c1`, `c2`, …) and
+    the messages — all that is sent to the model (`vaultctx context --dry-run` prints it)."""
+    aliases = {f"c{i}": c for i, c in enumerate(candidates, start=1)}
+    shown = [
+        GateCandidate(alias, c.title, c.heading_path or c.heading, c.text)
+        for alias, c in aliases.items()
+    ]
+    return aliases, gate_messages(query, shown)
+
+
+
 class Refiner:
     """Refine for one vault: the gate cache, and access to its blocks and (through the
     select's warm `VectorStore`) their vectors."""
@@ -176,15 +190,9 @@ class Refiner:
         cached = self.cache.get(key)
         if cached is not None:
             return [(by_id[cid], why) for cid, why in cached], "cache", None
-        aliases = {f"c{i}": c for i, c in enumerate(candidates, start=1)}
-        shown = [
-            GateCandidate(alias, c.title, c.heading_path or c.heading, c.text)
-            for alias, c in aliases.items()
-        ]
+        aliases, messages = gate_prompt(query, candidates)
         try:
-            answer, record = complete_structured(
-                gate_messages(query, shown), GateAnswer, settings=settings
-            )
+            answer, record = complete_structured(messages, GateAnswer, settings=settings)
         except LLMError as exc:
             record = exc.record if isinstance(exc.record, CallRecord) else None
             if isinstance(exc, LLMTimeout):

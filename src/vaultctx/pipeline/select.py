@@ -46,6 +46,7 @@ from .notes import (
 from .retrievers import RetrievalRequest, Retriever
 
 if TYPE_CHECKING:
+    from ..permissions import Policy, VaultPolicy
     from ..workspace import Vault
 
 # Deep enough that a hundred notes reach fusion from each side: what refine needs, and what
@@ -76,10 +77,15 @@ class _Run:
 
 
 class Selector:
-    """Holds the warm state of select for one vault: vectors, the link graph, threads."""
+    """Holds the warm state of select for one vault: vectors, the link graph, threads.
 
-    def __init__(self, vault: Vault) -> None:
+    With a `policy`, notes it does not let a client read are out of every list (lexical,
+    vector, graph, the context, memories drawn from them) before anything is ranked, as if
+    they were not in the vault."""
+
+    def __init__(self, vault: Vault, policy: VaultPolicy | None = None) -> None:
         self.ws = vault
+        self.policy = policy
         self.vectors = VectorStore(vault.config.vector_precision)
         self.graph = LinkGraphStore()
         self.retrievers: dict[str, Retriever] = {}
@@ -88,6 +94,7 @@ class Selector:
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._sizes: tuple[str | None, int] | None = None
         self._dfs: tuple[str | None, dict[str, int]] = (None, {})
+        self._hidden: tuple[str | None, Policy | None, frozenset[int]] = (None, None, frozenset())
         self._query_vectors_lock = threading.Lock()  # selects run from many threads
 
     # --- plumbing ------------------------------------------------------------------------
@@ -125,6 +132,21 @@ class Selector:
             cached = (generation, int(conn.execute("SELECT count(*) FROM blocks").fetchone()[0]))
             self._sizes = cached
         return cached[1]
+
+    def _hidden_notes(
+        self, conn: sqlite3.Connection, generation: str | None, policy: Policy | None
+    ) -> frozenset[int]:
+        """Ids of the notes `policy` does not let a client read, once per index generation
+        and policy (a policy remembers each path's answer, so a new generation re-reads
+        only paths)."""
+        if policy is None or not policy.restricts_reading:
+            return frozenset()
+        cached = self._hidden
+        if cached[0] != generation or cached[1] is not policy:
+            rows = conn.execute("SELECT id, path FROM notes")
+            hidden = frozenset(n for n, path in rows if not policy.readable(path))
+            cached = self._hidden = (generation, policy, hidden)
+        return cached[2]
 
     def weights(self) -> dict[str, float]:
         cfg = self.ws.config
@@ -182,7 +204,10 @@ class Selector:
         generation = ws.generation
         store_size = self._store_size(conn, generation)
 
-        allowed = allowed_notes(conn, filters) if filters.restricts_notes else None
+        hidden = self._hidden_notes(
+            conn, generation, self.policy.current() if self.policy is not None else None
+        )
+        allowed = allowed_notes(conn, filters) - hidden if filters.restricts_notes else None
         model = ws.db.get_meta("embedding_model")
         vectors_indexed = model is not None and model == ws.embedder.model_id
         want_vectors = use_vectors and on("vector") and vectors_indexed and store_size > 0
@@ -193,7 +218,13 @@ class Selector:
         vector_future: Future[_Run] | None = None
         if want_vectors and allowed != set():
             vector_future = self._executor().submit(
-                self._vector_search, text, generation, model or "", allowed, query_vector
+                self._vector_search,
+                text,
+                generation,
+                model or "",
+                allowed,
+                hidden,
+                query_vector,
             )
         extra_futures: dict[str, Future[_Run]] = {}
         for name, retriever in self.retrievers.items():
@@ -204,7 +235,7 @@ class Selector:
 
         if on("lexical"):
             lexical_query, runs["lexical"] = self._lexical_search(
-                conn, text, store_size, allowed, generation
+                conn, text, store_size, allowed, hidden, generation
             )
         else:
             lexical_query, runs["lexical"] = None, _Run(skipped=True)
@@ -213,9 +244,14 @@ class Selector:
         if on("graph"):
             link_graph = self.graph.get(conn, generation)
             context = context_seeds(conn, link_graph.size)
+            context = {n: w for n, w in context.items() if n not in hidden}
             near = proximity(link_graph, context)
-            if allowed is not None:
-                near = {n: v for n, v in near.items() if n in allowed}
+            if allowed is not None or hidden:
+                near = {
+                    n: v
+                    for n, v in near.items()
+                    if n not in hidden and (allowed is None or n in allowed)
+                }
             ordered = sorted(near.items(), key=lambda kv: (-kv[1], kv[0]))
             graph_hits = [Hit(note_key(n), v) for n, v in ordered]
             runs["graph"] = _Run(graph_hits, (time.perf_counter() - t0) * 1000)
@@ -225,7 +261,7 @@ class Selector:
         if vector_future is not None:
             runs["vector"] = vector_future.result()
             if query_vector[0] is not None and not runs["vector"].error:
-                self._feedback(runs, query_vector[0], generation, model or "", allowed)
+                self._feedback(runs, query_vector[0], generation, model or "", allowed, hidden)
         else:
             runs["vector"] = _Run(skipped=True)
         for name, future in extra_futures.items():
@@ -292,6 +328,7 @@ class Selector:
                 ],
                 "filters": filters.model_dump(mode="json", exclude_defaults=True),
                 "allowed_notes": None if allowed is None else len(allowed),
+                "hidden_notes": len(hidden),
                 "weights": self.weights(),
                 "ranks": {
                     c.id: {name: s.rank for name, s in c.sources.items()} for c in candidates
@@ -373,23 +410,20 @@ class Selector:
         text: str,
         store_size: int,
         allowed: set[int] | None,
+        hidden: frozenset[int],
         generation: str | None,
     ) -> tuple[LexicalQuery | None, _Run]:
         t0 = time.perf_counter()
         try:
             tokenizer = QueryTokenizer(conn, df_cache=self._df_cache(generation))
             built = build_query(text, tokenizer, store_size)
-            table = None
-            if allowed is not None:
-                table = "temp.vx_allowed"
-                conn.execute(
-                    "CREATE TEMP TABLE IF NOT EXISTS vx_allowed (note_id INTEGER PRIMARY KEY)"
-                )
-                conn.execute("DELETE FROM temp.vx_allowed")
-                conn.executemany(
-                    "INSERT INTO temp.vx_allowed(note_id) VALUES (?)", ((i,) for i in allowed)
-                )
-            hits = lexical.search(conn, built, LEXICAL_DEPTH, allowed_table=table)
+            hits = lexical.search(
+                conn,
+                built,
+                LEXICAL_DEPTH,
+                allowed_table=_note_table(conn, "vx_allowed", allowed),
+                hidden_table=_note_table(conn, "vx_hidden", hidden or None),
+            )
             # Read while the model still encodes the query: ranking needs it right after.
             owners = block_notes(conn, [h.key for h in hits])
         except sqlite3.Error as exc:
@@ -402,6 +436,7 @@ class Selector:
         generation: str | None,
         model: str,
         allowed: set[int] | None,
+        hidden: frozenset[int],
         out_vector: list[np.ndarray | None],
     ) -> _Run:
         t0 = time.perf_counter()
@@ -410,8 +445,9 @@ class Selector:
             matrix = self.vectors.get(conn, generation, model)
             vector = self.embed_query(text)
             out_vector[0] = vector
-            allowed_arr = None if allowed is None else np.fromiter(sorted(allowed), np.int64)
-            scores = matrix.scores(vector, allowed_arr)
+            scores = matrix.scores(
+                vector, _sorted_ids(allowed), hidden_notes=_sorted_ids(hidden or None)
+            )
         except EmbeddingUnavailable as exc:
             return _Run([], (time.perf_counter() - t0) * 1000, f"embed: {exc}")
         except Exception as exc:  # a broken model must not take select down with it
@@ -430,6 +466,7 @@ class Selector:
         generation: str | None,
         model: str,
         allowed: set[int] | None,
+        hidden: frozenset[int],
     ) -> None:
         """Pseudo-relevance feedback (Rocchio): move the query vector towards the blocks that
         lexical and vector search agree on best, and score again. Lexical evidence thus
@@ -455,12 +492,34 @@ class Selector:
             np.sort(_block_ids([h.key for h in runs["lexical"].hits]))
         )
         pool = np.union1d(run.pool, lexical_rows)
-        allowed_arr = None if allowed is None else np.fromiter(sorted(allowed), np.int64)
-        scores = matrix.scores(refined.astype(np.float32), allowed_arr, rows=pool)
+        scores = matrix.scores(
+            refined.astype(np.float32),
+            _sorted_ids(allowed),
+            rows=pool,
+            hidden_notes=_sorted_ids(hidden or None),
+        )
         _fill_block_hits(run, matrix, scores, rows=pool)
         _fill_notes(run, matrix, scores, rows=pool)
         run.ms += (time.perf_counter() - t0) * 1000
         run.feedback = int(rows.size)
+
+
+def _sorted_ids(notes: Collection[int] | None) -> np.ndarray | None:
+    """Note ids as the sorted array the vector matrix masks with; None for no set."""
+    if notes is None:
+        return None
+    return np.fromiter(sorted(notes), np.int64, count=len(notes))
+
+
+def _note_table(conn: sqlite3.Connection, name: str, notes: Collection[int] | None) -> str | None:
+    """`notes` in the connection's temp table `name`, for the lexical SQL to join; None
+    without a set."""
+    if notes is None:
+        return None
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} (note_id INTEGER PRIMARY KEY)")
+    conn.execute(f"DELETE FROM temp.{name}")
+    conn.executemany(f"INSERT INTO temp.{name}(note_id) VALUES (?)", ((i,) for i in notes))
+    return f"temp.{name}"
 
 
 def _fill_block_hits(

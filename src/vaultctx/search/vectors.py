@@ -168,8 +168,10 @@ class VectorMatrix:
         allowed_notes: np.ndarray | None = None,
         *,
         rows: np.ndarray | None = None,
+        hidden_notes: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Cosine of every row (or of `rows`) with the query; -inf outside `allowed_notes`."""
+        """Cosine of every row (or of `rows`) with the query; -inf outside `allowed_notes`
+        and inside `hidden_notes` (sorted note ids, both)."""
         candidates = np.arange(self.size) if rows is None else rows
         scores = (
             dot_rows(self.matrix, query, self.helper)
@@ -178,6 +180,8 @@ class VectorMatrix:
         )
         if allowed_notes is not None:
             scores = np.where(np.isin(self.note_ids[candidates], allowed_notes), scores, -np.inf)
+        if hidden_notes is not None:
+            scores = np.where(np.isin(self.note_ids[candidates], hidden_notes), -np.inf, scores)
         return scores
 
     def top_blocks(

@@ -218,6 +218,10 @@ def create_app(
     pid = os.getpid()
 
     async def health(request: Request) -> JSONResponse:
+        """Open to anyone on this machine, so it says only that a vaultctx server answers;
+        with the token, also which vault and process."""
+        if not authorized(request.headers.get("authorization", "").encode(), token):
+            return JSONResponse({"ok": True})
         return JSONResponse({"ok": True, "vault": str(ws.root), "pid": pid, "version": __version__})
 
     async def status(request: Request) -> JSONResponse:

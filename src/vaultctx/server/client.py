@@ -85,13 +85,14 @@ def request_server(vault: str | Path, method: str, path: str, body: Any = None) 
     if info is None:
         return None
     try:
+        token = Path(info.token_path).read_text(encoding="utf-8").strip()
+        auth = f"Authorization: Bearer {token}\r\n"
         with socket.create_connection(("127.0.0.1", info.port), HEALTH_TIMEOUT_S) as sock:
-            health = _exchange(sock, "GET", "/health", None, "")
+            health = _exchange(sock, "GET", "/health", None, auth)  # names the vault to us only
             if health.get("vault") != str(root) or health.get("pid") != info.pid:
                 return None
-            token = Path(info.token_path).read_text(encoding="utf-8").strip()
             sock.settimeout(REQUEST_TIMEOUT_S)
-            return _exchange(sock, method, path, body, f"Authorization: Bearer {token}\r\n")
+            return _exchange(sock, method, path, body, auth)
     except (_NoServer, OSError, ValueError):
         return None
 

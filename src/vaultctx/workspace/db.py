@@ -37,6 +37,32 @@ def map_sqlite_error(exc: sqlite3.Error, path: Path) -> Exception:
     return exc
 
 
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+def private_dir(path: Path) -> Path:
+    """Create folder `path` for the owner only (its new parents as usual), or leave an
+    existing one as it is: it holds the vault's text, which other users must not read."""
+    if not path.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=PRIVATE_DIR, exist_ok=True)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """Create `path` readable and writable by its owner only, or make an existing one so
+    (and a SQLite database's -wal and -shm files, which SQLite creates with the database's
+    mode)."""
+    private_dir(path.parent)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE))
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(OSError):  # absent, or owned by someone else
+            if os.stat(f"{path}{suffix}").st_mode & 0o077:
+                os.chmod(f"{path}{suffix}", PRIVATE_FILE)
+    return path
+
+
 class IndexDatabase:
     """One index file. Each thread gets its own connection; readers never block in WAL."""
 
@@ -53,10 +79,12 @@ class IndexDatabase:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            private_file(path)
             conn = self.connect()
             migrate(conn)
+        except OSError as exc:
+            raise IndexCorrupt(f"index {path}: cannot open: {exc.strerror or exc}") from exc
         except RuntimeError as exc:  # schema from a newer vaultctx
             raise IndexCorrupt(f"index {path}: {exc}") from exc
         except sqlite3.Error as exc:

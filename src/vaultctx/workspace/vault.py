@@ -177,34 +177,35 @@ class Vault:
         return path
 
     def resolve_note(self, note: str) -> tuple[str, int]:
-        """Find a note by vault path (with or without .md), file name, title or alias."""
-        conn = self.db.connect()
+        """Find a note by name, never by pattern: its vault path (with or without .md), its
+        file name, its title; then the same ignoring case; then an alias. Among notes of
+        one name the shortest path wins, as Obsidian resolves links."""
         wanted = note.strip().replace("\\", "/").removeprefix("./")
-        queries = (
-            ("SELECT path, id FROM notes WHERE path = ?", wanted),
-            ("SELECT path, id FROM notes WHERE path = ?", f"{wanted}.md"),
-            ("SELECT path, id FROM notes WHERE lower(path) = lower(?)", wanted),
-            ("SELECT path, id FROM notes WHERE lower(path) = lower(?)", f"{wanted}.md"),
-            (
-                "SELECT path, id FROM notes WHERE lower(title) = lower(?) ORDER BY length(path)",
-                wanted,
-            ),
-            (
-                "SELECT n.path, n.id FROM aliases a JOIN notes n ON n.id = a.note_id"
-                " WHERE lower(a.alias) = lower(?) ORDER BY length(n.path)",
-                wanted,
-            ),
-            (
-                "SELECT path, id FROM notes WHERE lower(path) LIKE '%/' || lower(?)"
-                " ORDER BY length(path)",
-                f"{wanted}.md",
-            ),
-        )
-        for sql, arg in queries:
-            row = conn.execute(sql, (arg,)).fetchone()
-            if row:
-                return row[0], row[1]
+        if not wanted:
+            raise NoteNotFound("no note named '': give a path, file name, title or alias")
+        names = [wanted] if wanted.lower().endswith(".md") else [wanted, f"{wanted}.md"]
+        file_names = [f"/{name}" for name in names if "/" not in name]
+        for same in ("{} = ?", "lower({}) = lower(?)"):  # exact first, then any case
+            tries = [(same.format("path"), (name,)) for name in names]
+            tries += [(same.format("substr(path, -length(?))"), (f, f)) for f in file_names]
+            tries.append((same.format("title"), (wanted,)))
+            for where, params in tries:
+                if found := self._first_note(f"FROM notes WHERE {where}", params):
+                    return found
+        alias = "FROM aliases a JOIN notes ON notes.id = a.note_id WHERE lower(a.alias) = lower(?)"
+        if found := self._first_note(alias, (wanted,)):
+            return found
         raise NoteNotFound(f"no note named {note!r} in {self.root}")
+
+    def _first_note(self, sql: str, params: tuple[str, ...]) -> tuple[str, int] | None:
+        row = (
+            self.db.connect()
+            .execute(
+                f"SELECT notes.path, notes.id {sql} ORDER BY length(notes.path), notes.path", params
+            )
+            .fetchone()
+        )
+        return (row[0], row[1]) if row else None
 
     # --- live re-index -------------------------------------------------------------------
 
