@@ -167,33 +167,45 @@ class IndexDatabase:
         self._local = threading.local()
 
 
-class WriterLock:
-    """An advisory lock file: one indexing process per vault at a time."""
+class ProcessLock:
+    """An advisory lock file held by one process at a time, naming the holder's pid. The
+    lock goes with the process, however it ends (`flock`): a killed holder never leaves a
+    stale lock behind."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
 
-    def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+    def try_acquire(self) -> str | None:
+        """Take the lock: None, or the holder's pid (as the lock file says it) if another
+        process holds it."""
+        private_dir(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            raise IndexLocked(
-                f"another vaultctx process (pid {holder}) is indexing this vault"
-            ) from None
+            return holder
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._fd = fd
+        return None
 
     def release(self) -> None:
         if self._fd is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+class WriterLock(ProcessLock):
+    """One indexing process per vault at a time."""
+
+    def acquire(self) -> None:
+        holder = self.try_acquire()
+        if holder is not None:
+            raise IndexLocked(f"another vaultctx process (pid {holder}) is indexing this vault")
 
     def __enter__(self) -> WriterLock:
         self.acquire()
