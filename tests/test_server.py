@@ -111,12 +111,15 @@ def test_every_other_route_requires_the_bearer_token(
 
 
 def test_token_is_created_once_with_owner_only_permissions(
-    server: LocalServer, config_dir: Path, workspace: Workspace
+    server: LocalServer, config_dir: Path, make_vault: Callable[..., Path]
 ) -> None:
     token_file = config_dir / "token"
     assert token_file.read_text().strip() == server.token
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
-    with LocalServer(workspace, watch=False, warm=False) as second:
+    with (
+        Workspace.open(make_vault(NOTES), {"embed": False}) as other,
+        LocalServer(other, watch=False, warm=False) as second,  # another vault's server
+    ):
         assert second.token == server.token
 
 
@@ -195,12 +198,11 @@ def test_foreign_host_headers_are_refused(server: LocalServer) -> None:
     assert status == 400
 
 
-def test_cors_is_closed_by_default_and_opens_for_one_origin(
-    server: LocalServer, workspace: Workspace
-) -> None:
+def test_cors_is_closed_by_default_and_opens_for_one_origin(workspace: Workspace) -> None:
     origin = {"Origin": "app://notes"}
-    _, headers, _ = call(server, "GET", "/status", headers=origin)
-    assert "access-control-allow-origin" not in headers
+    with LocalServer(workspace, watch=False, warm=False) as server:
+        _, headers, _ = call(server, "GET", "/status", headers=origin)
+        assert "access-control-allow-origin" not in headers
     with LocalServer(workspace, watch=False, warm=False, allow_origin="app://notes") as open_:
         _, headers, _ = call(open_, "GET", "/status", headers=origin)
         assert headers["access-control-allow-origin"] == "app://notes"

@@ -152,3 +152,9 @@ class SkillError(VaultctxError):
         super().__init__(f"skill {path}: {field}: {message}")
         self.path = path
         self.field = field
+
+
+class ServerRunning(VaultctxError):
+    """A `vaultctx serve` for this vault is already running: one server per vault."""
+
+    exit_code = 19

@@ -8,12 +8,18 @@ its PermissionGuard, and are not exposed here.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from pydantic import Field
 
 from ._version import __version__
+from .errors import VaultctxError
 from .facade import Filters, Workspace
 
 READ_ONLY = ToolAnnotations(
@@ -26,6 +32,26 @@ RECORDS_CONTEXT = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 MAX_NOTE_CHARS = 200_000
+TierName = Literal["conversation", "channel", "workspace", "account"]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def tool_errors(fn: F) -> F:
+    """A tool whose expected failures reach the client as the CLI states them — the error's
+    type and message, as an `is_error` result — and never as a traceback on stderr."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            json.dumps([args, kwargs], ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # JSON may spell a lone surrogate ("\ud800")
+            raise ToolError("InvalidQuery: the text is not valid Unicode") from None
+        try:
+            return fn(*args, **kwargs)
+        except VaultctxError as exc:
+            raise ToolError(f"{type(exc).__name__}: {exc}") from None
+
+    return wrapper  # type: ignore[return-value]
 
 
 def create_mcp_server(workspace: Workspace, *, use_vectors: bool = True) -> MCPServer:
@@ -43,6 +69,7 @@ def create_mcp_server(workspace: Workspace, *, use_vectors: bool = True) -> MCPS
     )
 
     @server.tool(title="Select context from the vault", annotations=READ_ONLY)
+    @tool_errors
     def select(
         query: str,
         k: int = 10,
@@ -61,18 +88,21 @@ def create_mcp_server(workspace: Workspace, *, use_vectors: bool = True) -> MCPS
         return selection.contract()
 
     @server.tool(title="Read a note", annotations=READ_ONLY)
+    @tool_errors
     def read_note(note: str) -> dict[str, Any]:
         """The full Markdown of one note, named by its vault path, file name, title or alias."""
         return ws.read_note(note, max_chars=MAX_NOTE_CHARS).to_dict()
 
     @server.tool(title="Context for a task, within a token budget", annotations=READ_ONLY_WITH_LLM)
-    def context(query: str, budget: int | None = None) -> dict[str, Any]:
+    @tool_errors
+    def context(query: str, budget: Annotated[int, Field(ge=1)] | None = None) -> dict[str, Any]:
         """The passages worth giving a model for `query`, trimmed to `budget` tokens (default:
         the vault's config), with a hash that identifies this exact context."""
         session = ws.context(query, budget_tokens=budget, use_vectors=use_vectors)
         return session.contract()
 
     @server.tool(title="Say which note is open", annotations=RECORDS_CONTEXT)
+    @tool_errors
     def touch(note: str) -> dict[str, Any]:
         """Record that the user opened or is working on `note` (vault path, file name, title
         or alias), e.g. the note open in the editor. Later selects favour the notes it links
@@ -80,8 +110,9 @@ def create_mcp_server(workspace: Workspace, *, use_vectors: bool = True) -> MCPS
         return {"path": ws.touch(note), "touched": True}
 
     @server.tool(title="Search memories", annotations=READ_ONLY)
+    @tool_errors
     def memory_search(
-        query: str, k: int = 10, tier: str | None = None, scope: str | None = None
+        query: str, k: int = 10, tier: TierName | None = None, scope: str | None = None
     ) -> dict[str, Any]:
         """Facts, events and preferences remembered about this vault and its user, ranked
         for `query` — or only those of one `tier` (conversation, channel, workspace,

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from .._version import __version__
-from ..errors import VaultctxError
+from ..errors import InvalidQuery, VaultctxError
 from .output import error
 
 # Command modules imported only when one of their commands runs (or for --help), so a
@@ -60,6 +60,9 @@ class VaultctxGroup(click.Group):
         except sqlite3.Error as exc:
             error(f"index database error: {_escape(str(exc))}")
             sys.exit(1)
+        except UnicodeEncodeError:  # an argument the terminal passed as undecodable bytes
+            error("an argument is not valid UTF-8 text")
+            sys.exit(InvalidQuery.exit_code)
         except KeyboardInterrupt:
             error("interrupted")
             sys.exit(130)

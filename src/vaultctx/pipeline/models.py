@@ -5,9 +5,12 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ..errors import InvalidQuery
 
 CandidateKind = Literal["block", "note", "memory"]
+MAX_CONDITIONS = 64  # tag and frontmatter filters of one select
 
 
 class Source(BaseModel):
@@ -134,6 +137,17 @@ class Filters(BaseModel):
     modified_after: _dt.datetime | None = None
     modified_before: _dt.datetime | None = None
     kinds: tuple[CandidateKind, ...] = Field((), description="candidate kinds to keep")
+
+    @model_validator(mode="after")
+    def _few_enough(self) -> Filters:
+        """Each tag and field is one more condition of one SQL statement, whose size SQLite
+        bounds: past MAX_CONDITIONS the query is refused here, with a clear reason."""
+        if len(self.tags) + len(self.frontmatter) > MAX_CONDITIONS:
+            raise InvalidQuery(
+                f"at most {MAX_CONDITIONS} tag and field filters at once,"
+                f" not {len(self.tags) + len(self.frontmatter)}"
+            )
+        return self
 
     @property
     def restricts_notes(self) -> bool:

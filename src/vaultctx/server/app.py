@@ -12,16 +12,18 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import json
+import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
@@ -43,9 +45,13 @@ from .auth import authorized
 if TYPE_CHECKING:
     from ..facade import VaultWatcher, Workspace
 
+log = logging.getLogger(__name__)
+
 MAX_BODY_BYTES = 1024 * 1024
+MAX_JSON_DEPTH = 32  # the deepest body a route takes is 3 levels
+READ_TIMEOUT_S = 10.0  # for a client to send its request's headers, and then its body
 OPEN_PATHS = frozenset({"/health"})
-LOOPBACK_HOSTS = ["127.0.0.1", "localhost"]
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost"})
 M = TypeVar("M", bound=BaseModel)
 
 _STATUS: dict[type[VaultctxError], int] = {
@@ -147,28 +153,76 @@ class IndexBody(_Body):
     embed: bool | None = None
 
 
-async def read_body(request: Request, model: type[M], limit: int) -> M:
-    """The request's JSON body as `model`: 413 past `limit` bytes, 400 if not JSON, 422 if
-    the fields are wrong. The size is checked while reading, so a huge body is never held."""
+async def read_body(request: Request, model: type[M], limit: int, timeout: float) -> M:
+    """The request's JSON body as `model`: 413 past `limit` bytes, 408 when it takes longer
+    than `timeout` seconds to arrive, 400 if it is not strict JSON (no NaN), nests deeper
+    than MAX_JSON_DEPTH or holds text that is not Unicode (a lone surrogate), 422 if the
+    fields are wrong. The size is checked while reading, so a huge body is never held."""
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > limit):
         raise RequestError(413, "PayloadTooLarge", f"request body exceeds {limit} bytes")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise RequestError(413, "PayloadTooLarge", f"request body exceeds {limit} bytes")
-        chunks.append(chunk)
     try:
-        data = json.loads(b"".join(chunks) or b"{}")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RequestError(400, "BadJSON", f"request body is not valid JSON: {exc}") from exc
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise RequestError(
+                        413, "PayloadTooLarge", f"request body exceeds {limit} bytes"
+                    )
+                chunks.append(chunk)
+    except TimeoutError:
+        raise RequestError(
+            408, "RequestTimeout", f"request body not sent within {timeout:g} s"
+        ) from None
+    data = parse_json(b"".join(chunks) or b"{}")
     if not isinstance(data, dict):
         raise RequestError(400, "BadJSON", "request body must be a JSON object")
+    return validated(model, data)
+
+
+def parse_json(raw: bytes) -> Any:
+    """Strict JSON of bounded depth whose strings are all valid Unicode, or a 400."""
+    try:
+        data = json.loads(raw, parse_constant=_no_constant)
+    except RecursionError:
+        raise RequestError(400, "BadJSON", "request body nests too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RequestError(400, "BadJSON", f"request body is not valid JSON: {exc}") from exc
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise RequestError(400, "BadJSON", f"request body nests deeper than {MAX_JSON_DEPTH}")
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise RequestError(
+            400, "BadUnicode", "request body holds text that is not Unicode (a lone surrogate)"
+        ) from None
+    return data
+
+
+def validated(model: type[M], data: Any) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise _invalid(exc) from exc
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _depth(data: Any) -> int:
+    """How deep lists and objects nest in parsed JSON, without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, level)
+            if level <= MAX_JSON_DEPTH:
+                stack.extend(
+                    (v, level + 1) for v in (value.values() if isinstance(value, dict) else value)
+                )
+    return deepest
 
 
 def _invalid(exc: ValidationError) -> RequestError:
@@ -177,7 +231,33 @@ def _invalid(exc: ValidationError) -> RequestError:
     return RequestError(422, "ValidationError", f"{where}: {first['msg']}")
 
 
+def _query_params(request: Request) -> dict[str, str]:
+    """A GET request's parameters, held to the rules of a JSON body's text."""
+    params = dict(request.query_params)
+    parse_json(json.dumps(params).encode())
+    return params
+
+
 # --- middleware --------------------------------------------------------------------------
+
+
+class LoopbackHost:
+    """Pure ASGI: a request must name this machine in its Host header — a web page that
+    rebinds its own name to 127.0.0.1 cannot reach the API. Starlette's TrustedHost does the
+    same, answering in plain text."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1").split(":")[0]
+            if host not in LOOPBACK_HOSTS:
+                await _error(400, "BadHost", "the Host header must name 127.0.0.1")(
+                    scope, receive, send
+                )
+                return
+        await self.app(scope, receive, send)
 
 
 class BearerAuth:
@@ -212,10 +292,14 @@ def create_app(
     watcher: VaultWatcher | None = None,
     allow_origin: str | None = None,
     max_body: int = MAX_BODY_BYTES,
+    read_timeout: float = READ_TIMEOUT_S,
 ) -> Starlette:
     """The API for `workspace`. CORS stays closed unless `allow_origin` names one origin."""
     ws = workspace
     pid = os.getpid()
+
+    async def read(request: Request, model: type[M]) -> M:
+        return await read_body(request, model, max_body, read_timeout)
 
     async def health(request: Request) -> JSONResponse:
         """Open to anyone on this machine, so it says only that a vaultctx server answers;
@@ -235,7 +319,7 @@ def create_app(
         return JSONResponse({**report.to_dict(), "server": server})
 
     async def select(request: Request) -> JSONResponse:
-        body = await read_body(request, SelectBody, max_body)
+        body = await read(request, SelectBody)
         selection = await run_in_threadpool(
             lambda: ws.select(
                 body.query,
@@ -250,7 +334,7 @@ def create_app(
         return JSONResponse(data)
 
     async def context(request: Request) -> JSONResponse:
-        body = await read_body(request, ContextBody, max_body)
+        body = await read(request, ContextBody)
         session = await run_in_threadpool(
             lambda: ws.context(
                 body.query,
@@ -267,19 +351,16 @@ def create_app(
 
     async def memory_search(request: Request) -> JSONResponse:
         if request.method == "GET":
-            try:
-                body = MemorySearchBody.model_validate(dict(request.query_params))
-            except ValidationError as exc:
-                raise _invalid(exc) from exc
+            body = validated(MemorySearchBody, _query_params(request))
         else:
-            body = await read_body(request, MemorySearchBody, max_body)
+            body = await read(request, MemorySearchBody)
         memories = await run_in_threadpool(
             lambda: ws.memory.search(body.query, k=body.k, tier=body.tier, scope=body.scope)
         )
         return JSONResponse({"query": body.query, "memories": [m.to_dict() for m in memories]})
 
     async def memory_add(request: Request) -> JSONResponse:
-        body = await read_body(request, MemoryAddBody, max_body)
+        body = await read(request, MemoryAddBody)
         memory = await run_in_threadpool(
             lambda: ws.memory.add(
                 body.text,
@@ -296,7 +377,7 @@ def create_app(
         return JSONResponse(memory.to_dict())
 
     async def touch(request: Request) -> JSONResponse:
-        body = await read_body(request, TouchBody, max_body)
+        body = await read(request, TouchBody)
         path = await run_in_threadpool(lambda: ws.touch(body.note, kind=body.kind))
         return JSONResponse({"path": path, "touched": True})
 
@@ -304,7 +385,7 @@ def create_app(
         """One agent turn streamed as server-sent events: `tool_call` and `tool_result` as
         they happen, then `answer` (the TurnResult) or `error`. Nothing on the server can
         answer `ask` permissions, so they are denied, as on a non-interactive CLI."""
-        body = await read_body(request, AskBody, max_body)
+        body = await read(request, AskBody)
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
 
@@ -335,11 +416,11 @@ def create_app(
         )
 
     async def index(request: Request) -> JSONResponse:
-        body = await read_body(request, IndexBody, max_body)
+        body = await read(request, IndexBody)
         report = await run_in_threadpool(lambda: ws.index(embed=body.embed, paths=body.paths))
         return JSONResponse(report.to_dict())
 
-    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_HOSTS)]
+    middleware = [Middleware(LoopbackHost)]
     if allow_origin:
         middleware.append(
             Middleware(
@@ -368,6 +449,9 @@ def create_app(
 
 
 def _exception_handlers() -> dict[Any, Callable[[Request, Exception], Awaitable[JSONResponse]]]:
+    """Every answer is JSON, errors included: ours, Starlette's own (404, 405) and, logged
+    with its traceback, anything unexpected (500)."""
+
     async def request_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestError)
         return _error(exc.status, exc.error, exc.message)
@@ -376,4 +460,26 @@ def _exception_handlers() -> dict[Any, Callable[[Request, Exception], Awaitable[
         status = next((s for t, s in _STATUS.items() if isinstance(exc, t)), 400)
         return _error(status, type(exc).__name__, str(exc))
 
-    return {RequestError: request_error, VaultctxError: vaultctx_error}
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        response = _error(exc.status_code, HTTPStatus(exc.status_code).phrase.replace(" ", ""),
+                          exc.detail)  # fmt: skip
+        response.headers.update(exc.headers or {})
+        return response
+
+    async def validation_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ValidationError)
+        error = _invalid(exc)
+        return _error(error.status, error.error, error.message)
+
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return _error(500, "InternalError", f"the server failed: {type(exc).__name__}")
+
+    return {
+        RequestError: request_error,
+        VaultctxError: vaultctx_error,
+        HTTPException: http_error,
+        ValidationError: validation_error,
+        Exception: unexpected,
+    }

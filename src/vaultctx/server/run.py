@@ -8,7 +8,9 @@ that comes before the model has loaded waits only for the rest), and undo it all
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import os
 import socket
 import threading
@@ -16,15 +18,19 @@ import time
 from collections.abc import AsyncIterator
 
 import uvicorn
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
+from ..errors import ServerRunning
 from ..facade import VaultWatcher, Workspace
-from .app import MAX_BODY_BYTES, create_app
+from ..workspace.db import ProcessLock
+from .app import MAX_BODY_BYTES, READ_TIMEOUT_S, create_app
 from .auth import load_or_create_token, token_path
-from .client import ServerInfo, remove_server_file, write_server_file
+from .client import SERVER_FILE, ServerInfo, read_server_file, remove_server_file, write_server_file
 
 HOST = "127.0.0.1"
 _START_TIMEOUT_S = 30.0
 _BACKLOG = 2048  # uvicorn's default
+SERVER_LOCK = SERVER_FILE.with_name("server.lock")
 
 
 class LocalServer:
@@ -40,12 +46,29 @@ class LocalServer:
         warm: bool = True,
         allow_origin: str | None = None,
         max_body: int = MAX_BODY_BYTES,
+        read_timeout: float = READ_TIMEOUT_S,
     ) -> None:
+        """Raises `ServerRunning` (naming its port) when a server for this vault runs
+        already, and `OSError` when the port is taken."""
         self.workspace = workspace
         self.watch = watch
         self.warm = warm
-        self.token = load_or_create_token()
-        self._socket = _bind_loopback(port)
+        self.read_timeout = read_timeout
+        self._lock = ProcessLock(workspace.root / SERVER_LOCK)
+        holder = self._lock.try_acquire()
+        if holder is not None:
+            info = read_server_file(workspace.root)
+            where = f" on {HOST}:{info.port}" if info is not None else ""
+            raise ServerRunning(
+                f"a vaultctx server for {workspace.root} is already running{where}"
+                f" (pid {holder}): use it, or stop it first"
+            )
+        try:
+            self.token = load_or_create_token()
+            self._socket = _bind_loopback(port)
+        except BaseException:
+            self._lock.release()
+            raise
         self.port: int = self._socket.getsockname()[1]
         self.watcher: VaultWatcher | None = None
         self._allow_origin = allow_origin
@@ -70,16 +93,22 @@ class LocalServer:
                 watcher=self.watcher,
                 allow_origin=self._allow_origin,
                 max_body=self._max_body,
+                read_timeout=self.read_timeout,
             )
             app.router.lifespan_context = self._lifespan
             config = uvicorn.Config(
-                app, log_level="warning", access_log=False, timeout_graceful_shutdown=2
+                app,
+                log_level="warning",
+                access_log=False,
+                timeout_graceful_shutdown=2,
+                http=_with_header_timeout(self.read_timeout),
             )
             self._server = uvicorn.Server(config)
             self._server.run(sockets=[self._socket])
         finally:
             self._clean_up()
             self._socket.close()
+            self._lock.release()
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, app: object) -> AsyncIterator[None]:
@@ -119,6 +148,44 @@ class LocalServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _with_header_timeout(seconds: float) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol, closing a connection whose request headers do not arrive
+    whole within `seconds` (uvicorn times out idle keep-alive connections, but waits for a
+    half-sent request forever; request bodies have their own limit, `read_body`), and
+    answering a request it cannot parse in JSON."""
+
+    class HeaderTimeout(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def data_received(self, data: bytes) -> None:
+            waiting = self.cycle is None or self.cycle.response_complete
+            if waiting and self._header_timer is None:
+                self._header_timer = self.loop.call_later(seconds, self._expire, self.cycle)
+            super().data_received(data)
+
+        def _expire(self, cycle: object) -> None:
+            self._header_timer = None
+            if self.cycle is cycle:  # no request began since the timer started
+                self.transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+            super().connection_lost(exc)
+
+        def send_400_response(self, msg: str) -> None:
+            """A request HTTP itself cannot parse, answered in JSON like every other error."""
+            body = json.dumps({"error": "BadRequest", "message": msg}).encode()
+            self.transport.write(
+                b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
+                b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+            )
+            self.transport.close()
+
+    return HeaderTimeout
 
 
 def _bind_loopback(port: int) -> socket.socket:
