@@ -144,6 +144,54 @@ def test_absurdly_nested_yaml_is_a_warning_not_a_crash(depth):
     assert note.warnings and note.warnings[0].startswith("frontmatter:")
 
 
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("2023-02-30", "'2023-02-30' is not a valid date"),
+        ("2023-13-01", "'2023-13-01' is not a valid date"),
+        ("2001-12-14t21:59:43.10-25:00", "is not a valid date"),
+        ("!!timestamp someday", "'someday' is not a valid date"),
+        ("9" * 5000, "a 5000-character number"),
+        ("0x" + "f" * 40, "is too large a number"),
+        ("-9223372036854775809", "is too large a number"),
+    ],
+)
+def test_a_value_python_cannot_hold_is_kept_as_written_with_a_warning(value, why):
+    note = parse(f"---\ntitle: Feb\ntags: [bees]\nwhen: {value}\n---\nhello hive\n")
+    assert note.frontmatter["when"] == value.removeprefix("!!timestamp ")
+    assert (note.title, note.tags) == ("Feb", ("bees",))  # the rest of the frontmatter stays
+    (warning,) = note.warnings
+    assert warning.startswith("frontmatter: line 4: ") and why in warning
+    assert warning.endswith("; kept as text")
+    assert note.frontmatter_error is None
+    assert note.blocks[0].text == "hello hive"
+
+
+def test_numbers_that_fit_in_64_bits_and_valid_dates_stay_typed():
+    note = parse("---\na: 9223372036854775807\nb: -12\nc: 2024-02-29\nd: 1.5\n---\n")
+    assert note.frontmatter == {"a": 2**63 - 1, "b": -12, "c": "2024-02-29", "d": 1.5}
+    assert note.warnings == ()
+
+
+def test_infinite_and_nan_numbers_stay_as_written_since_json_has_none():
+    note = parse("---\na: .inf\nb: -.Inf\nc: .nan\n---\n")
+    assert note.frontmatter == {"a": ".inf", "b": "-.Inf", "c": ".nan"}
+
+
+def test_aliases_that_expand_modestly_are_read():
+    note = parse("---\nbase: &b {kind: hive, colour: red}\nclover: *b\nivy: [*b, *b]\n---\n")
+    hive = {"kind": "hive", "colour": "red"}
+    assert note.frontmatter == {"base": hive, "clover": hive, "ivy": [hive, hive]}
+
+
+def test_escaped_utf16_halves_are_joined_and_a_lone_one_is_replaced():
+    # libyaml refuses such escapes; the pure-Python loader (taken for text with many
+    # nesting characters) accepts them, and SQLite cannot store a lone surrogate.
+    padding = "pad: '" + ":" * 2100 + "'\n"
+    note = parse(f'---\nok: "\\ud83d\\ude00"\nlone: "a\\ud800b"\n{padding}---\n')
+    assert (note.frontmatter["ok"], note.frontmatter["lone"]) == ("\U0001f600", "a\ufffdb")
+
+
 # --- blocks ----------------------------------------------------------------------------------
 
 

@@ -120,7 +120,7 @@ class Skill:
 
 def parse_skill(path: str, text: str) -> Skill:
     """A `Skill` from a note's text, or a `SkillError` naming the note and the field."""
-    data, problem, body, _ = split_frontmatter(text)
+    data, problem, body, *_ = split_frontmatter(text)
     if problem:
         raise SkillError(path, "frontmatter", problem)
     if not data:

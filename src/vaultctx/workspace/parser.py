@@ -34,11 +34,12 @@ def parse_note(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNote:
     note opens with an `# H1`: vaults keep titles in all three places, and where a note
     keeps it must not change how it is found."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
-    frontmatter, fm_error, body, body_line = split_frontmatter(text)
+    front = split_frontmatter(text)
+    frontmatter, fm_error, body = front.data, front.error, front.body
     masked = mask_code(body)
-    blocks = split_blocks(body, masked, body_line, chunk_tokens)
+    blocks = split_blocks(body, masked, front.body_line, chunk_tokens)
     title = frontmatter_str(frontmatter.get("title")) or _leading_h1(blocks) or title
-    links = extract_links(masked, body, body_line, [b.start_line for b in blocks])
+    links = extract_links(masked, body, front.body_line, [b.start_line for b in blocks])
     tags = _unique(
         [
             t.lstrip("#")
@@ -47,7 +48,7 @@ def parse_note(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNote:
         lower=True,
     )
     aliases = _unique(frontmatter_list(frontmatter, "aliases", "alias"))
-    warnings = (f"frontmatter: {fm_error}",) if fm_error else ()
+    warnings = (f"frontmatter: {fm_error}",) if fm_error else front.warnings
     return ParsedNote(
         title=title,
         frontmatter=frontmatter,
