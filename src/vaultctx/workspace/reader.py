@@ -165,9 +165,13 @@ def read_note(job: ReadJob, chunk_tokens: int) -> NoteRead:
         text = data.decode("utf-8", errors="replace")
         problems.append(f"invalid UTF-8 at byte {exc.start}; decoded with replacement")
     text = text.removeprefix("\ufeff")
-    parsed = parse_note(text, PurePosixPath(job.path).stem, chunk_tokens=chunk_tokens)
+    try:
+        parsed = parse_note(text, PurePosixPath(job.path).stem, chunk_tokens=chunk_tokens)
+        rows = note_rows(parsed)
+    except Exception as exc:  # a parser bug must cost one note, never the run
+        return NoteRead(job.path, skipped=f"could not be parsed ({type(exc).__name__}: {exc})")
     problems.extend(parsed.warnings)
-    return NoteRead(job.path, digest, note_rows(parsed), tuple(problems))
+    return NoteRead(job.path, digest, rows, tuple(problems))
 
 
 def read_notes(jobs: Sequence[ReadJob], chunk_tokens: int) -> list[NoteRead]:

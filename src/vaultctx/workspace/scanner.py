@@ -72,6 +72,20 @@ def excluded(spec: pathspec.PathSpec | None, path: str) -> bool:
     )
 
 
+def is_utf8(name: str) -> bool:
+    """False for a name whose bytes are not UTF-8 (os gives them as lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable(path: str) -> str:
+    """`path` with its undecodable bytes written as `\\xe9`, safe to print and store."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def scan_vault(root: Path) -> ScanResult:
     """Walk the vault for Markdown notes.
 
@@ -103,6 +117,10 @@ def scan_vault(root: Path) -> ScanResult:
             except OSError:
                 continue
             if _skipped(spec, rel, name, is_dir):
+                continue
+            if not is_utf8(name):  # SQLite cannot store the name: say so instead of failing
+                if is_dir or is_note_path(name):
+                    problems.append((printable(rel), "file name is not valid UTF-8; rename it"))
                 continue
             if is_dir:
                 stack.append((Path(entry.path), rel))
