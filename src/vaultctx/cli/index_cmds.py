@@ -92,6 +92,8 @@ def status(vault: str, as_json: bool) -> None:
         ("last indexed", st.last_indexed or "never"),
         ("notes with problems", str(st.notes_with_problems)),
     ]
+    if st.watch_error:
+        rows.append(("watcher error", f"{st.watch_error_at}: {st.watch_error}"))
     for key, value in rows:
         table.add_row(key, escape(value))
     console.print(table)

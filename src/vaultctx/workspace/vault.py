@@ -7,6 +7,7 @@ on top (`vaultctx/facade.py`); nothing here knows about those layers.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from .db import IndexDatabase, WriterLock
 from .embeddings import Embedder
 from .graph import build_graph
 from .indexer import Indexer, IndexReport, Progress
-from .watch import VaultWatcher
+from .watch import WATCH_ERROR_KEY, VaultWatcher
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -41,6 +42,8 @@ class IndexStatus:
     index_bytes: int
     last_indexed: str | None
     notes_with_problems: int
+    watch_error: str | None = None  # the last failure of a watcher, until a run works again
+    watch_error_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -131,6 +134,7 @@ class Vault:
 
         model = self.db.get_meta("embedding_model")
         last = self.db.get_meta("last_indexed")
+        watch_error = json.loads(self.db.get_meta(WATCH_ERROR_KEY) or "{}")
         return IndexStatus(
             vault=str(self.root),
             index_path=str(self.db.path),
@@ -147,12 +151,10 @@ class Vault:
             ),
             model=model,
             index_bytes=self.db.size_bytes(),
-            last_indexed=(
-                _dt.datetime.fromtimestamp(float(last), _dt.UTC).isoformat(timespec="seconds")
-                if last
-                else None
-            ),
+            last_indexed=_iso(float(last)) if last else None,
             notes_with_problems=count("SELECT count(*) FROM notes WHERE problems != '[]'"),
+            watch_error=watch_error.get("error"),
+            watch_error_at=_iso(watch_error["at"]) if "at" in watch_error else None,
         )
 
     def graph(self) -> nx.DiGraph:
@@ -245,6 +247,10 @@ class Vault:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.root)!r})"
+
+
+def _iso(timestamp: float) -> str:
+    return _dt.datetime.fromtimestamp(timestamp, _dt.UTC).isoformat(timespec="seconds")
 
 
 def index_dir(root: Path, config: Config) -> Path:
