@@ -941,6 +941,81 @@ def blocks_to_notes(n_blocks: int, sections_per_note: tuple[int, int] = (2, 6)) 
 
 
 # --------------------------------------------------------------------------- #
+# Hostile files
+# --------------------------------------------------------------------------- #
+
+HOSTILE_DIR = "hostile"
+BILLION_LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+)
+"""Nine levels of YAML aliases in under 400 bytes: 9**9 strings once expanded."""
+
+
+@dataclass(frozen=True)
+class HostileFile:
+    """One pathological file: its name (bytes: it may not be UTF-8), its content, the
+    word its text holds, and whether vaultctx indexes it (as text) or skips it."""
+
+    kind: str
+    name: bytes
+    data: bytes
+    marker: str
+    indexed: bool = True
+
+
+def _hostile_note(kind: str, name: str, front: str | None, body: str = "") -> HostileFile:
+    marker = "hostile" + re.sub(r"[^a-z0-9]", "", kind.lower())
+    text = f"# {kind}\n\nThe {marker} note. {body}\n"
+    if front is not None:
+        text = f"---\n{front}---\n{text}"
+    return HostileFile(kind, f"{HOSTILE_DIR}/{name}.md".encode(), text.encode(), marker)
+
+
+def hostile_files(huge_bytes: int = 2_000_000) -> list[HostileFile]:
+    """One of each file a messy vault holds that once stopped or stalled the index."""
+    paragraph = "Frames of capped brood were checked on a warm still morning. " * 5
+    huge = "\n\n".join([paragraph] * (huge_bytes // (len(paragraph) + 2)))
+    invalid = _hostile_note("invalid UTF-8", "Invalid UTF-8", None)
+    return [
+        _hostile_note("invalid date", "Invalid date", "date: 2023-02-30\n"),
+        _hostile_note("month 13", "Month 13", "date: 2023-13-01\n"),
+        _hostile_note("huge integer", "Huge integer", f"n: {'9' * 5000}\n"),
+        _hostile_note("alias bomb", "Alias bomb", BILLION_LAUGHS),
+        _hostile_note("deep YAML", "Deep YAML", "a: " + "[" * 50_000 + "]" * 50_000 + "\n"),
+        _hostile_note("broken frontmatter", "Broken frontmatter", "tags: [a, b\ntitle: x\n"),
+        _hostile_note("huge note", "Huge note", None, huge),
+        HostileFile(
+            invalid.kind, invalid.name, invalid.data + b"caf\xe9 \xff\xfe\n", invalid.marker
+        ),
+        HostileFile(
+            "binary file",
+            f"{HOSTILE_DIR}/Binary.md".encode(),
+            bytes(range(256)) * 64,
+            "",
+            indexed=False,
+        ),
+        HostileFile(
+            "non-UTF-8 name",
+            f"{HOSTILE_DIR}/Caf".encode() + b"\xe9 latin-1.md",
+            b"# Latin-1\n\nThe hostilename note.\n",
+            "hostilename",
+            indexed=False,
+        ),
+    ]
+
+
+def write_hostile_files(root: Path, files: list[HostileFile] | None = None) -> list[HostileFile]:
+    """Write `files` (default: one of each hostile file) under `root`; returns them."""
+    files = hostile_files() if files is None else files
+    base = os.fsencode(Path(root))
+    os.makedirs(os.path.join(base, HOSTILE_DIR.encode()), exist_ok=True)
+    for f in files:
+        with open(os.path.join(base, f.name), "wb") as fh:
+            fh.write(f.data)
+    return files
+
+
+# --------------------------------------------------------------------------- #
 # CLI
 # --------------------------------------------------------------------------- #
 
