@@ -20,8 +20,11 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+
+from vaultctx import Embedder, EmbeddingUnavailable
 
 # Shared CI machines are slow and uneven: property tests judge correctness, never speed.
 settings.register_profile(
@@ -124,6 +127,24 @@ def generated_vault(root: Path, n: int) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
+
+
+class FakeEmbedder(Embedder):
+    """A stand-in model: deterministic unit vectors from the text, and a log of what it saw."""
+
+    def __init__(self, model_id: str = "test/fake-model", *, broken: bool = False) -> None:
+        super().__init__(model_id)
+        self.model_id = model_id
+        self.broken = broken
+        self.seen: list[str] = []
+
+    def encode(self, texts, *, batch_size=None):
+        if self.broken:
+            raise EmbeddingUnavailable("model files are missing")
+        self.seen.extend(texts)
+        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest()[:32], np.uint8) for t in texts]
+        vectors = np.asarray(rows, dtype=np.float32) + 1.0
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 def assert_full_text_matches_blocks(db_path: Path) -> None:

@@ -6,7 +6,6 @@ with plain SQL, as anyone inspecting `.vaultctx/index.db` would.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sqlite3
@@ -15,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import assert_full_text_matches_blocks, query
-from vaultctx import Embedder, EmbeddingUnavailable, IndexCorrupt, Workspace
+from conftest import FakeEmbedder, assert_full_text_matches_blocks, query
+from vaultctx import IndexCorrupt, Workspace
 from vaultctx.workspace import migrations
 from vaultctx.workspace import reader as reader_module
 from vaultctx.workspace.blocks import estimate_tokens
@@ -615,24 +614,6 @@ def embedded_rows(root: Path) -> list[tuple[str, str, bytes]]:
 
 def distinct_block_hashes(root: Path) -> set[str]:
     return {h for (h,) in query(db_file(root), "SELECT embed_hash FROM blocks")}
-
-
-class FakeEmbedder(Embedder):
-    """A stand-in model: deterministic unit vectors from the text, and a log of what it saw."""
-
-    def __init__(self, model_id: str = "test/fake-model", *, broken: bool = False) -> None:
-        super().__init__(model_id)
-        self.model_id = model_id
-        self.broken = broken
-        self.seen: list[str] = []
-
-    def encode(self, texts, *, batch_size=None):
-        if self.broken:
-            raise EmbeddingUnavailable("model files are missing")
-        self.seen.extend(texts)
-        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest()[:32], np.uint8) for t in texts]
-        vectors = np.asarray(rows, dtype=np.float32) + 1.0
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 def test_vectors_are_keyed_by_model_and_a_new_model_replaces_the_old_ones(make_vault):
