@@ -6,6 +6,8 @@ corrupt index, a broken config file, and the promise that the vault itself is ne
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import random
 import re
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (
+    FakeEmbedder,
     assert_full_text_matches_blocks,
     generated_vault,
     hash_tree,
@@ -157,6 +160,107 @@ def test_a_run_that_dies_midway_is_completed_by_the_next_run(
 
 
 # --- bad vault paths -------------------------------------------------------------------------
+
+
+# --- a run killed while embedding ----------------------------------------------------------
+
+
+def stored_vectors(db_path: Path) -> int:
+    return query(
+        db_path, "SELECT count(*) FROM blocks b JOIN embeddings e ON e.hash = b.embed_hash"
+    )[0][0]
+
+
+class _DyingEmbedder(FakeEmbedder):
+    """Embeds `batches` batches, then the process 'dies'."""
+
+    def __init__(self, batches: int) -> None:
+        super().__init__()
+        self.batches = batches
+
+    def encode(self, texts, *, batch_size=None):
+        if self.batches == 0:
+            raise _Died
+        self.batches -= 1
+        return super().encode(texts, batch_size=batch_size)
+
+
+def test_a_run_killed_while_embedding_leaves_vectors_that_status_counts_and_select_uses(
+    tmp_path, monkeypatch
+):
+    from vaultctx.workspace import indexer as indexer_module
+
+    vault = generated_vault(tmp_path / "vault", 40)
+    monkeypatch.setattr(indexer_module, "_EMBED_BATCH", 16)
+    with Workspace.open(vault) as ws, pytest.raises(_Died):
+        ws.embedder = _DyingEmbedder(batches=2)
+        ws.index()
+    with Workspace.open(vault, embedder=FakeEmbedder()) as ws:
+        status = ws.status()
+        selection = ws.select("apiary log number 7", k=5)
+    assert stored_vectors(db_file(vault)) == 32 == status.vectors < status.blocks
+    assert status.model == FakeEmbedder().model_id
+    assert status.last_indexed is not None, "the text index was complete before embedding"
+    assert selection.diagnostics["retrieval_path"] == "hybrid_rrf"
+    assert selection.diagnostics["vector_hits"] == 32
+
+
+def test_an_index_killed_while_embedding_by_an_older_vaultctx_names_its_model(tmp_path):
+    # Before migration 6, the model was recorded only when a run finished embedding.
+    vault = generated_vault(tmp_path / "vault", 20)
+    index(vault)
+    conn = sqlite3.connect(db_file(vault))
+    with conn:
+        conn.execute(
+            "INSERT INTO embeddings(model, hash, vector)"
+            " SELECT 'old/model', embed_hash, zeroblob(16) FROM blocks WHERE id % 2 = 0"
+        )
+        conn.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'last_indexed')")
+        conn.execute("PRAGMA user_version = 5")
+    conn.close()
+    with Workspace.open(vault) as ws:
+        status = ws.status()
+        ws.require_index()  # notes are there: not "has not been indexed yet"
+    assert (status.model, status.vectors) == ("old/model", stored_vectors(db_file(vault)))
+    assert 0 < status.vectors < status.blocks
+
+
+@pytest.mark.slow
+def test_status_and_select_after_kill_9_during_the_first_embedding_run(tmp_path, embedder):
+    vault = generated_vault(tmp_path / "vault", 400)
+    db_path = db_file(vault)
+    script = "import sys; from vaultctx import Workspace; Workspace.open(sys.argv[1]).index()"
+    proc = subprocess.Popen([sys.executable, "-c", script, str(vault)])
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            with contextlib.suppress(sqlite3.Error):
+                if db_path.exists() and stored_vectors(db_path) > 0:
+                    break
+            time.sleep(0.05)
+        assert proc.poll() is None, "embedding finished before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert_reader_workers_exit()
+
+    stored = stored_vectors(db_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "vaultctx", "status", str(vault), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    status = json.loads(result.stdout)
+    assert 0 < status["vectors"] == stored < status["blocks"]
+    assert status["model"] == embedder.model_id
+    with Workspace.open(vault, embedder=embedder) as ws:
+        selection = ws.select("apiary log number 7", k=5)
+    assert selection.diagnostics["retrieval_path"] == "hybrid_rrf"
+    assert selection.diagnostics["vector_hits"] > 0
 
 
 def test_a_missing_vault_is_vault_not_found(tmp_path):

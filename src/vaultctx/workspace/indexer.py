@@ -160,15 +160,24 @@ class Indexer:
             elif self._written_ids:
                 report.links_resolved = self._resolve_links(self._written_ids)
 
+        # The text index is complete and usable now, before the (long) embedding starts: a
+        # run killed while embedding leaves an index that answers with the vectors it has.
+        self._mark_indexed(changed=report.changed)
         if self.embedder is not None:
             self._embed(report)
+            if report.embedded:
+                self._mark_indexed(changed=True)
+        report.elapsed_ms = (time.perf_counter() - started) * 1000
+        return report
+
+    def _mark_indexed(self, *, changed: bool) -> None:
+        """Record when the index was last brought up to date, and a new generation (the
+        key of every in-memory cache) when its content changed."""
         with self.db.transaction() as wconn:
-            if report.changed or report.embedded:
+            if changed:
                 generation = int(self.db.get_meta("generation", "0") or 0) + 1
                 IndexDatabase.set_meta(wconn, "generation", str(generation))
             IndexDatabase.set_meta(wconn, "last_indexed", f"{time.time():.3f}")
-        report.elapsed_ms = (time.perf_counter() - started) * 1000
-        return report
 
     # --- reading -------------------------------------------------------------------------
 
@@ -348,6 +357,9 @@ class Indexer:
                                 for (h, _), v in zip(batch, vectors, strict=True)
                             ],
                         )
+                        # With its vectors, so `status` and select see the model of what
+                        # is stored even if the run is killed before the last batch.
+                        IndexDatabase.set_meta(wconn, "embedding_model", model)
                     report.embedded += len(batch)
                     self.progress("embed", report.embedded, len(items))
             except Exception as exc:  # EmbeddingUnavailable or a model crash: text stays indexed

@@ -147,12 +147,24 @@ def m005_aliases_searched() -> str:
     )
 
 
+def m006_meta_of_interrupted_runs() -> str:
+    """`embedding_model` is now written with each batch of vectors, not at the end of a
+    run: an index whose first embedding run was killed names the model of the vectors it
+    holds (the most common one), so `status` counts them and select uses them."""
+    return """
+        INSERT OR IGNORE INTO meta(key, value)
+            SELECT 'embedding_model', model FROM embeddings
+            GROUP BY model ORDER BY count(*) DESC LIMIT 1;
+    """
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial,
     m002_notes_mtime_index,
     m003_fts_written_in_batches,
     m004_titles_from_h1,
     m005_aliases_searched,
+    m006_meta_of_interrupted_runs,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -121,8 +121,12 @@ class Vault:
         return self.db.get_meta("generation")
 
     def require_index(self) -> None:
-        if self.db.get_meta("last_indexed") is None:
+        """Refuse a vault with nothing indexed; a run killed midway still left notes to use."""
+        if self.db.get_meta("last_indexed") is None and not self._has_notes():
             raise NotIndexed(f"{self.root} has not been indexed yet: run `vaultctx index`")
+
+    def _has_notes(self) -> bool:
+        return self.db.connect().execute("SELECT 1 FROM notes LIMIT 1").fetchone() is not None
 
     # --- reading -------------------------------------------------------------------------
 
