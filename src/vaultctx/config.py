@@ -95,6 +95,14 @@ class Config(BaseModel):
         return list(cls.model_fields)
 
 
+def validation_message(exc: ValidationError, what: str) -> str:
+    """pydantic's first complaint as one line: `field.sub: message` (`what` when the whole
+    value is at fault)."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or what
+    return f"{where}: {first['msg'].removeprefix('Value error, ')}"
+
+
 def config_path(vault: Path) -> Path:
     return vault / CONFIG_DIRNAME / CONFIG_FILENAME
 
@@ -123,9 +131,7 @@ def load_config(vault: Path, overrides: dict[str, Any] | None = None) -> Config:
     try:
         return Config(**values)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "config"
-        raise ConfigError(f"{path}: {where}: {first['msg']}") from exc
+        raise ConfigError(f"{path}: {validation_message(exc, 'config')}") from exc
 
 
 def config_sources(vault: Path) -> dict[str, str]:
@@ -163,8 +169,7 @@ def save_config_values(vault: Path, updates: dict[str, Any]) -> Config:
     try:
         validated = Config(**current)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ConfigError(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from exc
+        raise ConfigError(validation_message(exc, "config")) from exc
     dumped = validated.model_dump()
     lines = [f"{key} = {_toml_value(dumped[key])}" for key in sorted(current)]
     path.parent.mkdir(parents=True, exist_ok=True)
