@@ -49,8 +49,57 @@ def test_memory_export_then_import_into_another_vault(vault, tmp_path):
     other = tmp_path / "other"
     indexed_vault(other).close()
     result = run("memory", "import", "-V", str(other), "--json", input=exported)
-    assert json.loads(result.stdout) == {"imported": 1}
+    assert json.loads(result.stdout) == {"imported": 1, "skipped": []}
     assert "twelve hives" in run("memory", "list", "-V", str(other)).stdout
+
+
+def test_memory_import_for_people_says_how_many(vault):
+    line = json.dumps({"tier": "workspace", "text": "the honey is in the pantry"})
+    result = run("memory", "import", "-V", vault, input=line + "\n")
+    assert result.stdout == "imported 1 memories\n" and result.stderr == ""
+
+
+BAD_LINES = [
+    b"{not json",
+    b'{"tier": "workspace", "text": "x", "created_at": 1e300}',
+    b'{"tier": "workspace", "text": "x", "created_at": NaN}',
+    b'{"tier": "workspace", "text": "x\\ud800"}',
+    b'{"tier": "workspace", "text": "caf\xe9"}',
+    b'{"tier": "nowhere", "text": "x"}',
+    b"[" * 100_000 + b"]" * 100_000,
+]
+
+
+def test_memory_import_reports_each_bad_line_and_imports_the_rest(vault, tmp_path):
+    good = [json.dumps({"tier": "workspace", "text": t}).encode() for t in ("wax", "propolis")]
+    source = tmp_path / "memories.jsonl"
+    source.write_bytes(b"\n".join([good[0], *BAD_LINES, b"", good[1]]) + b"\n")
+    result = CliRunner().invoke(cli, ["memory", "import", str(source), "-V", vault])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"imported 2 memories, {len(BAD_LINES)} lines skipped\n"
+    warnings = result.stderr.splitlines()
+    assert [w.split(":")[0:2] for w in warnings] == [
+        ["Warning", f" line {n}"] for n in range(2, 2 + len(BAD_LINES))
+    ]
+    assert all(w.endswith("; not imported") for w in warnings)
+    assert "created_at: 1e+300 is not a time between the years 1 and 9999" in warnings[1]
+    assert "line 6: not UTF-8 at byte" in warnings[4]
+    assert "Traceback" not in result.output
+    # nothing stored breaks a later command
+    listed = json.loads(run("memory", "list", "-V", vault, "--json").stdout)
+    assert sorted(m["text"] for m in listed) == ["propolis", "wax"]
+    assert len(run("memory", "export", "-V", vault).stdout.splitlines()) == 2
+    assert run("memory", "search", "wax", "-V", vault, "--json").stdout
+
+
+def test_memory_import_of_nothing_valid_fails_with_one_error_line(vault):
+    result = CliRunner().invoke(
+        cli, ["memory", "import", "-V", vault, "--json"], input=b"\n".join(BAD_LINES[:3])
+    )
+    assert result.exit_code != 0 and result.stdout == ""
+    *warnings, error = result.stderr.splitlines()
+    assert len(warnings) == 3 and all(w.startswith("Warning: line ") for w in warnings)
+    assert error == "Error: no memory imported: every one of 3 lines was invalid"
 
 
 def test_a_conversation_memory_without_scope_is_one_clear_error(vault):

@@ -110,11 +110,58 @@ def test_export_then_import_into_another_store_keeps_ids_times_and_provenance(me
     memory.add("answer in bullet points", tier="account", kind="procedural")
     records = memory.export()
     with AgentMemoryFacade(tmp_path / "other.db", vault_scope="vault", user="ana") as other:
-        assert other.import_(records) == 2
-        assert other.import_(records) == 2  # idempotent: same ids update
+        assert other.import_(records).imported == 2
+        assert other.import_(records).imported == 2  # idempotent: same ids update
         assert sorted(r["id"] for r in other.export()) == sorted(r["id"] for r in records)
         rex = next(m for m in other.list() if "Rex" in m.text)
         assert rex.created.year == 2022 and rex.source.turns == ("D1:1",)
+
+
+def test_import_writes_the_valid_records_and_names_each_bad_one(memory):
+    good = {"tier": "workspace", "text": "the extractor is in the shed"}
+    report = memory.import_(
+        [
+            good,
+            {"tier": "attic", "text": "x"},
+            {"tier": "workspace"},
+            {"tier": "workspace", "text": "x", "created_at": 1e300},
+            {"tier": "workspace", "text": "x", "created_at": float("nan")},
+            {"tier": "workspace", "text": "x", "importance": 7},
+            {"tier": "workspace", "text": "x\ud800"},
+            {"tier": "conversation", "text": "x"},
+            ["not", "a", "record"],
+            {**good, "text": "the smoker is in the car", "created_at": "2021-03-04"},
+        ]
+    )
+    assert report.imported == 2
+    assert [number for number, _ in report.rejected] == [2, 3, 4, 5, 6, 7, 8, 9]
+    why = dict(report.rejected)
+    assert why[2].startswith("tier: Input should be 'conversation'")
+    assert why[3] == "text: Field required"
+    assert why[4] == "created_at: 1e+300 is not a time between the years 1 and 9999"
+    assert why[5] == "created_at: nan is not a time between the years 1 and 9999"
+    assert why[6].startswith("importance: Input should be less than or equal to 1")
+    assert why[7] == "record: holds text that is not valid Unicode (a lone surrogate)"
+    assert why[8].startswith("a conversation memory needs a scope")
+    assert why[9].startswith("record: Input should be a valid dictionary")
+    assert {m.text for m in memory.list()} == {good["text"], "the smoker is in the car"}
+    assert len(memory.export()) == 2 and memory.search("shed")
+
+
+@pytest.mark.parametrize("at", [1e300, -1e300, float("inf"), float("nan"), 10**400, [2023]])
+def test_a_time_no_date_can_hold_is_refused_at_every_door(memory, at):
+    with pytest.raises(ConfigError, match="is not a date or time"):
+        memory.add("x", created_at=at)
+    assert memory.list() == []
+
+
+def test_a_time_stored_out_of_range_by_an_older_vaultctx_cannot_break_a_listing(memory, tmp_path):
+    m = memory.add("the hive tool is red")
+    with sqlite3.connect(tmp_path / "idx" / "memory.db") as conn:
+        conn.execute("UPDATE memories SET created_at = 1e300, last_accessed = 9e999")  # inf
+    (listed,) = memory.list()
+    assert listed.id == m.id and listed.to_dict()["created_at"].startswith("9999-12-30")
+    assert memory.export() and memory.search("hive tool")
 
 
 def test_the_scratchpad_holds_working_notes_per_conversation(memory):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import TYPE_CHECKING
 
 import click
@@ -13,7 +12,7 @@ from rich.table import Table
 from ..errors import ConfigError
 from . import cli
 from .common import json_option, open_workspace, vault_option
-from .output import console, emit_json
+from .output import console, emit_json, warn
 
 if TYPE_CHECKING:
     from ..facade import Memory
@@ -127,24 +126,46 @@ def export(vault: str, tier: str | None, scope: str | None, output) -> None:
 
 
 @memory.command("import")
-@click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
+@click.argument("source", type=click.File("rb"), default="-")
 @vault_option
 @json_option
 def import_(source, vault: str, as_json: bool) -> None:
-    """Read memories from JSON lines (as `export` writes); existing ids are updated."""
-    records = []
-    for number, line in enumerate(source, start=1):
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"line {number}: not JSON: {exc}") from exc
-    with open_workspace(vault) as ws:
-        count = ws.memory.import_(records)
+    """Read memories from JSON lines (as `export` writes); existing ids are updated.
+
+    A line that is not a valid memory is reported (one warning each, by line number) and
+    left out; the others are imported. Fails only when lines were given and none could be
+    imported."""
+    numbers, records, skipped = [], [], []
+    for number, raw in enumerate(source, start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            skipped.append((number, f"not UTF-8 at byte {exc.start}"))
+        except json.JSONDecodeError as exc:
+            skipped.append((number, f"not JSON: {exc.msg} at character {exc.pos + 1}"))
+        except RecursionError:
+            skipped.append((number, "not JSON: nested too deeply"))
+        else:
+            numbers.append(number)
+            records.append(record)
+    report = None
+    if records:
+        with open_workspace(vault) as ws:
+            report = ws.memory.import_(records)
+        skipped += [(numbers[i - 1], why) for i, why in report.rejected]
+        skipped.sort()
+    imported = report.imported if report else 0
+    for number, why in skipped:
+        warn(f"line {number}: {escape(why)}; not imported")
+    if skipped and not imported:
+        raise ConfigError(f"no memory imported: every one of {len(skipped)} lines was invalid")
     if as_json:
-        emit_json({"imported": count})
+        emit_json({"imported": imported, "skipped": [{"line": n, "error": w} for n, w in skipped]})
     else:
-        console.print(f"imported {count} memories", file=sys.stdout)
+        also = f", {len(skipped)} lines skipped" if skipped else ""
+        console.print(f"imported {imported} memories{also}")
 
 
 def render(memories: list[Memory], *, title: str, scores: bool = False) -> None:

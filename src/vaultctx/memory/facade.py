@@ -13,13 +13,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pydantic import ValidationError
 
+from ..config import validation_message
 from ..errors import ConfigError
 from ..llm.settings import LLMSettings
 from . import extract as ex
 from .derive import TurnDeriver, TurnJob
 from .mirror import Scope
-from .models import Memory, MemoryContext, MemoryKind, MemorySource, Tier, to_timestamp
+from .models import (
+    ImportReport,
+    Memory,
+    MemoryContext,
+    MemoryKind,
+    MemoryRecord,
+    MemorySource,
+    Tier,
+    to_timestamp,
+)
 from .paths import ACCOUNT_DB, MEMORY_DB, account_dir
 from .places import MemoryPlaces
 from .ranking import SearchResult, rank
@@ -412,30 +423,39 @@ class AgentMemoryFacade:
         self.flush()
         return [m.to_dict() for m in reversed(self.list(tier=tier, scope=scope))]
 
-    def import_(self, records: Iterable[dict[str, Any]]) -> int:
+    def import_(self, records: Iterable[Any]) -> ImportReport:
         """Write exported memories back, keeping their ids and times; an id that exists
-        is updated, so importing twice changes nothing. Returns the number written."""
-        drafts = []
-        for record in records:
-            tier = Tier(record["tier"])
-            drafts.append(
-                MemoryDraft(
-                    tier=tier,
-                    scope=self.scope_for(tier, record.get("scope")),
-                    kind=MemoryKind(record.get("kind", "semantic")),
-                    text=record["text"],
-                    summary=record.get("summary") or ex.summarize(record["text"]),
-                    themes=tuple(record.get("themes") or ()),
-                    importance=float(record.get("importance", 0.5)),
-                    created_at=to_timestamp(record.get("created_at"), time.time()),
-                    source=MemorySource.model_validate(record.get("source") or {}),
-                    key=record.get("key"),
-                    id=record.get("id"),
-                )
-            )
-        return sum(
+        is updated, so importing twice changes nothing. Each record is validated on its
+        own (`MemoryRecord`): a bad one is left out and reported by its position, the
+        others are written."""
+        drafts: list[MemoryDraft] = []
+        rejected: list[tuple[int, str]] = []
+        for number, record in enumerate(records, start=1):
+            try:
+                drafts.append(self._imported(MemoryRecord.model_validate(record)))
+            except ValidationError as exc:
+                rejected.append((number, validation_message(exc, "record")))
+            except ConfigError as exc:  # e.g. a conversation memory without its scope
+                rejected.append((number, str(exc)))
+        imported = sum(
             len(self._writes.write(drafts[start : start + 256]))
             for start in range(0, len(drafts), 256)
+        )
+        return ImportReport(imported, tuple(rejected))
+
+    def _imported(self, record: MemoryRecord) -> MemoryDraft:
+        return MemoryDraft(
+            tier=record.tier,
+            scope=self.scope_for(record.tier, record.scope),
+            kind=record.kind,
+            text=record.text,
+            summary=record.summary or ex.summarize(record.text),
+            themes=record.themes,
+            importance=record.importance,
+            created_at=time.time() if record.created_at is None else record.created_at,
+            source=record.source,
+            key=record.key,
+            id=record.id,
         )
 
     # --- select integration --------------------------------------------------------------

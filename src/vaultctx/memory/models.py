@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import datetime as _dt
+import json
+import math
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class Tier(StrEnum):
@@ -63,7 +66,7 @@ class Memory(BaseModel):
 
     @property
     def created(self) -> _dt.datetime:
-        return _dt.datetime.fromtimestamp(self.created_at, _dt.UTC)
+        return _datetime(self.created_at)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of `memory list/search/export --json`; times as ISO 8601 UTC."""
@@ -130,25 +133,90 @@ class MemoryContext(BaseModel):
 
 
 def _iso(ts: float) -> str:
-    return _dt.datetime.fromtimestamp(ts, _dt.UTC).isoformat(timespec="seconds")
+    return _datetime(ts).isoformat(timespec="seconds")
 
 
 def _day(ts: float) -> str:
-    return _dt.datetime.fromtimestamp(ts, _dt.UTC).date().isoformat()
+    return _datetime(ts).date().isoformat()
+
+
+def _datetime(ts: float) -> _dt.datetime:
+    """The UTC time of `ts`; one an older vaultctx stored out of range (1e300, NaN) reads as
+    the nearest time Python holds, so it cannot break a listing."""
+    return _dt.datetime.fromtimestamp(min(max(ts, _EARLIEST), _LATEST) if ts == ts else 0, _dt.UTC)
+
+
+_EARLIEST = _dt.datetime(1, 1, 2, tzinfo=_dt.UTC).timestamp()
+_LATEST = _dt.datetime(9999, 12, 30, tzinfo=_dt.UTC).timestamp()
 
 
 def to_timestamp(
     value: _dt.datetime | _dt.date | float | int | str | None, default: float
 ) -> float:
-    """Accept a datetime (naive: UTC), a date, an ISO string or epoch seconds."""
+    """Accept a datetime (naive: UTC), a date, an ISO string or epoch seconds.
+
+    A time outside the years 1 to 9999 (1e300, NaN, inf) is a ValueError: every listing,
+    search and export turns times into dates, which Python holds only in those years, so
+    such a time stored once would break each of them afterwards."""
     if value is None:
         return default
     if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        value = _dt.datetime.fromisoformat(value)
-    if not isinstance(value, _dt.datetime):
-        value = _dt.datetime(value.year, value.month, value.day)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=_dt.UTC)
-    return value.timestamp()
+        try:
+            timestamp = float(value)
+        except OverflowError:  # an int past the float range
+            timestamp = math.inf
+    else:
+        if isinstance(value, str):
+            value = _dt.datetime.fromisoformat(value)
+        elif not isinstance(value, _dt.date):
+            raise ValueError(f"{value!r} is not a date or time")
+        if not isinstance(value, _dt.datetime):
+            value = _dt.datetime(value.year, value.month, value.day)
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.UTC)
+        timestamp = value.timestamp()
+    if not _EARLIEST <= timestamp <= _LATEST:  # NaN compares false too
+        raise ValueError(f"{value!r} is not a time between the years 1 and 9999")
+    return timestamp
+
+
+class MemoryRecord(BaseModel):
+    """One memory as `export` writes it, read back by `import`: validated whole, so no
+    record is stored that a later list, search or export could not read."""
+
+    model_config = ConfigDict(extra="ignore")  # updated_at, access_count…: recomputed
+
+    tier: Tier
+    scope: str | None = None
+    kind: MemoryKind = MemoryKind.SEMANTIC
+    text: str = Field(min_length=1)
+    summary: str | None = None
+    themes: tuple[str, ...] = ()
+    importance: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False)
+    created_at: float | None = None  # epoch seconds; None: now
+    source: MemorySource = Field(default_factory=MemorySource)
+    key: str | None = None
+    id: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_unicode(cls, data: Any) -> Any:
+        """A lone surrogate (JSON `"\\ud800"`) is text SQLite cannot store."""
+        try:
+            json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("holds text that is not valid Unicode (a lone surrogate)") from None
+        return data
+
+    @field_validator("created_at", mode="before")
+    @classmethod
+    def _time(cls, value: Any) -> float | None:
+        return None if value is None else to_timestamp(value, 0.0)
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What `import_` did: memories written, and the records left out (position from 1, why)."""
+
+    imported: int
+    rejected: tuple[tuple[int, str], ...] = ()
