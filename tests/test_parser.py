@@ -383,6 +383,48 @@ def test_attachments_are_not_note_links():
     assert targets(text) == ["Note.v2"]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[[Canvas]]", ("Canvas", "wiki", None, None)),
+        ("[[canvas]]", ("canvas", "wiki", None, None)),
+        (
+            "[[Canvas#Add cards from web pages]]",
+            ("Canvas", "wiki", "Add cards from web pages", None),
+        ),
+        ("[[PDF]]", ("PDF", "wiki", None, None)),
+        ("[[Base|a base]]", ("Base", "wiki", None, "a base")),
+        ("[[CSV#Head]]", ("CSV", "wiki", "Head", None)),
+        ("[[Zip]]", ("Zip", "wiki", None, None)),
+        ("![[PDF]]", ("PDF", "embed", None, None)),
+        ("[[Formats/PDF]]", ("Formats/PDF", "wiki", None, None)),
+        ("[[v1.2/Canvas]]", ("v1.2/Canvas", "wiki", None, None)),
+    ],
+)
+def test_a_note_named_like_an_attachment_extension_is_a_note(text, expected):
+    (link,) = parse(text).links
+    assert (link.target, link.kind, link.heading, link.alias) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[[#`move`|move]]", ("", "`move`", "move")),
+        ("[[Filters#`wikilink`|wikilink]]", ("Filters", "`wikilink`", "wikilink")),
+        ("See [[Query `not done`]] and `code`.", ("Query `not done`", None, None)),
+        ("`a` then [[B#`c`]] then `d`", ("B", "`c`", None)),
+    ],
+)
+def test_a_link_holding_backticks_is_read_whole(text, expected):
+    (link,) = parse(text).links
+    assert (link.target, link.heading, link.alias) == expected
+
+
+def test_a_code_span_still_hides_the_links_inside_it_whichever_opens_first_wins():
+    text = "`[[hidden]]` [[shown]] ``x [[hidden too]]`` `[[` [[also shown]] `]]`"
+    assert targets(text) == ["shown", "also shown"]
+
+
 def test_empty_wiki_links_are_ignored():
     assert targets("[[]] [[ ]] [[#]] [[|alias]]") == []
 
@@ -463,6 +505,11 @@ def test_nothing_is_extracted_from_fenced_or_inline_code():
     assert [lk.target for lk in note.links] == ["Real Link"]
     assert note.tags == ("realtag",)
     assert "[[not a link]]" in note.blocks[0].text  # the code itself is still searchable
+
+
+def test_a_code_block_in_a_callout_hides_its_links():
+    text = "> [!note] Tables\n> Use [[aliases]]:\n>\n> ```md\n> [[Shown as code]] `x`\n> ```\n"
+    assert targets(text) == ["aliases"]
 
 
 def test_an_unclosed_fence_hides_links_to_the_end_of_the_note():

@@ -8,8 +8,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .links import WIKI_LINK, link_label
-from .markdown import FENCE_OPEN, HEADING
+from .links import link_label
+from .markdown import FENCE_OPEN, HEADING, WIKI_LINK
 
 _BLOCK_REF = re.compile(r"(?:^|\s)\^([A-Za-z0-9\-]+)[ \t]*$", re.MULTILINE)
 TOKEN = re.compile(r"\w+|[^\w\s]")  # one token of estimate_tokens: a word or a mark

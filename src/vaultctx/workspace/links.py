@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from .markdown import HEADING, blank
+from .markdown import HEADING, WIKI_LINK, blank
 
 LinkKind = str  # "wiki" | "embed" | "markdown"
 
@@ -20,7 +20,6 @@ ATTACHMENT_EXTENSIONS = frozenset(
 
 # Patterns start with a literal so the regex engine can skip ahead; a preceding '!' (embed)
 # is checked by `_is_embed`.
-WIKI_LINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
 _MD_LINK = re.compile(
     # The destination is `<...>` or a run of non-space characters with balanced parentheses,
     # as in CommonMark; possessive, so a line of `[a](` fragments is not quadratic.
@@ -108,7 +107,7 @@ def parse_wiki_target(inner: str, *, embed: bool = False) -> Link | None:
     name = name.strip()
     if name.lower().endswith(".md"):
         name = name[:-3]
-    elif name.rpartition(".")[2].lower() in ATTACHMENT_EXTENSIONS:
+    elif is_attachment(name):
         return None  # an image, PDF or canvas: not a note
     heading, block_ref = _split_fragment(fragment)
     if not name and not heading and not block_ref:
@@ -120,6 +119,13 @@ def parse_wiki_target(inner: str, *, embed: bool = False) -> Link | None:
         block_ref=block_ref,
         alias=alias.strip() or None,
     )
+
+
+def is_attachment(name: str) -> bool:
+    """A file name with an attachment's extension after its last dot (`board.canvas`); a
+    name without a dot is a note's, even one called `Canvas` or `PDF`."""
+    _, dot, extension = name.rpartition("/")[2].rpartition(".")
+    return bool(dot) and extension.lower() in ATTACHMENT_EXTENSIONS
 
 
 def _split_fragment(fragment: str) -> tuple[str | None, str | None]:

@@ -1,4 +1,4 @@
-"""Markdown syntax every parser pass shares: fenced and inline code, heading lines.
+"""Markdown syntax every parser pass shares: fenced and inline code, heading lines, wiki links.
 
 Code is masked with spaces (newlines kept) before links, tags and headings are read, which
 keeps every offset and line number of the original text valid.
@@ -10,11 +10,16 @@ import re
 
 FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`)((?:(?!\n[ \t]*\n).)+?)(?<!`)\1(?!`)", re.DOTALL)
+WIKI_LINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
+_INLINE_CODE = r"(?<!`)(?P<ticks>`+)(?!`)(?:(?!\n[ \t]*\n).)+?(?<!`)(?P=ticks)(?!`)"
+# Whichever opens first wins, as in Obsidian: a code span hides the links inside it, and a
+# link may hold backticks (`[[Filters#`wikilink`|wikilink]]`, a heading that is code).
+_LINK_OR_CODE = re.compile(rf"(?P<link>{WIKI_LINK.pattern})|{_INLINE_CODE}", re.DOTALL)
 
 
 def mask_code(text: str) -> str:
-    """Replace fenced code blocks and inline code spans by spaces, keeping newlines."""
+    """Replace fenced code blocks and inline code spans by spaces, keeping newlines; a
+    wiki link that opens before a code span is kept whole."""
     lines = text.split("\n")
     fence: str | None = None
     for i, line in enumerate(lines):
@@ -30,7 +35,7 @@ def mask_code(text: str) -> str:
             lines[i] = " " * len(line)
     masked = "\n".join(lines)
     if "`" in masked:
-        masked = _INLINE_CODE.sub(lambda m: blank(m.group(0)), masked)
+        masked = _LINK_OR_CODE.sub(lambda m: m.group(0) if m["link"] else blank(m.group(0)), masked)
     return masked
 
 
