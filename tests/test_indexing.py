@@ -723,6 +723,25 @@ def test_an_index_from_before_aliases_were_searched_parses_notes_with_aliases_ag
     assert_full_text_matches_blocks(db_file(root))
 
 
+def test_an_index_from_before_canvas_links_were_read_parses_linking_notes_again(make_vault):
+    root = make_vault(
+        {
+            "Canvas.md": "# Canvas\n\nBoards of cards.\n",
+            "Boards.md": "# Boards\n\nSee [[Canvas]].\n",
+            "Plain.md": "# Plain\n\nNo links.\n",
+        }
+    )
+    index(root)
+    conn = sqlite3.connect(db_file(root))
+    with conn:  # as schema 6 left it: the link to Canvas dropped
+        conn.execute("DELETE FROM links")
+        conn.execute("PRAGMA user_version = 6")
+    conn.close()
+    report = index(root)
+    assert (report.updated, report.unchanged) == (1, 2)
+    assert resolved(root, "Boards.md", "Canvas") == "Canvas.md"
+
+
 @pytest.mark.slow
 def test_embedding_stores_one_unit_vector_per_distinct_block_text(make_vault, embedder):
     root = make_vault(TINY_VAULT)

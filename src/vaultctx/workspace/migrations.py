@@ -158,6 +158,17 @@ def m006_meta_of_interrupted_runs() -> str:
     """
 
 
+def m007_links_with_code_or_extension_names() -> str:
+    """Links to notes named like an attachment extension (`[[Canvas]]`) and links holding
+    inline code (`[[#`move`]]`) were dropped: notes that hold a wiki link are parsed again on
+    the next run (their vectors are kept)."""
+    return """
+        UPDATE notes SET size = -1, content_hash = ''
+        WHERE id IN (SELECT note_id FROM blocks WHERE text LIKE '%[[%')
+           OR id IN (SELECT source_id FROM links);
+    """
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial,
     m002_notes_mtime_index,
@@ -165,6 +176,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m004_titles_from_h1,
     m005_aliases_searched,
     m006_meta_of_interrupted_runs,
+    m007_links_with_code_or_extension_names,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
