@@ -974,7 +974,8 @@ def _hostile_note(kind: str, name: str, front: str | None, body: str = "") -> Ho
 def hostile_files(huge_bytes: int = 2_000_000) -> list[HostileFile]:
     """One of each file a messy vault holds that once stopped or stalled the index."""
     paragraph = "Frames of capped brood were checked on a warm still morning. " * 5
-    huge = "\n\n".join([paragraph] * (huge_bytes // (len(paragraph) + 2)))
+    count = huge_bytes // (len(paragraph) + 16)  # each entry its own text: its own vector
+    huge = "\n\n".join(f"Entry {i}. {paragraph}" for i in range(count))
     invalid = _hostile_note("invalid UTF-8", "Invalid UTF-8", None)
     return [
         _hostile_note("invalid date", "Invalid date", "date: 2023-02-30\n"),

@@ -22,7 +22,7 @@ from conftest import REPO_ROOT, query
 from vaultctx import Workspace
 from vaultctx.cli import cli
 from vaultctx.workspace.parser import parse_note
-from vaultctx.workspace.scanner import printable
+from vaultctx.workspace.scanner import is_utf8, printable
 
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 from synthvault import BILLION_LAUGHS, HostileFile, hostile_files, write_hostile_files
@@ -259,17 +259,9 @@ def test_generated_frontmatter_and_file_names_never_stop_the_index(front, names)
         ):
             json.loads(frontmatter, parse_constant=pytest.fail)  # strict JSON: no NaN
         shown = [n for n in names if not n.startswith(b".")]  # hidden files are left out
-        indexed = [n for n in shown if _is_utf8(n)]
+        indexed = [n for n in shown if is_utf8(os.fsdecode(n))]
         assert len(found(root, "namedbody")) == len(indexed) == status.notes - 1
         assert len(report.skipped) == len(shown) - len(indexed)
-
-
-def _is_utf8(name: bytes) -> bool:
-    try:
-        name.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 @pytest.fixture(scope="module")

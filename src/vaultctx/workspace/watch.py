@@ -242,7 +242,7 @@ class VaultWatcher:
         except ValueError:
             return None
 
-    def _wanted(self, _change: object, path: str) -> bool:
+    def _wanted(self, path: str) -> bool:
         """Leave out the index folder and hidden entries."""
         if Path(path).is_relative_to(self._index_dir):
             return False
@@ -259,7 +259,7 @@ class VaultWatcher:
         full = False
         for abspath in abspaths:
             rel = self._relative(abspath)
-            if rel is None or not is_utf8(rel) or not self._wanted(None, abspath):
+            if rel is None or not is_utf8(rel) or not self._wanted(abspath):
                 continue  # a name that is not UTF-8 is never indexed (scanner.py)
             if rel == IGNORE_FILENAME:
                 self._spec = load_ignore_spec(self._root)
