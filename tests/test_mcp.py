@@ -65,7 +65,7 @@ def test_mcp_tools_select_and_read_notes_read_only(make_vault: Callable[..., Pat
 
     result = run_session(vault, steps, "--no-vectors")
     tools = result["tools"]
-    assert set(tools) == {"select", "read_note", "context", "memory_search", "touch"}
+    assert set(tools) == {"select", "related", "read_note", "context", "memory_search", "touch"}
     for name, tool in tools.items():
         assert tool.annotations is not None
         assert tool.annotations.read_only_hint is (name != "touch")

@@ -218,6 +218,7 @@ def test_status_touch_and_index(server: LocalServer) -> None:
     assert status == 200
     assert body["notes"] == 3
     assert body["server"]["watching"] is False
+    assert body["server"]["indexing"] is False
     assert call(server, "POST", "/touch", {"note": "Varroa"})[2] == {
         "path": "Hives/Varroa.md",
         "touched": True,

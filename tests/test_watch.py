@@ -151,3 +151,23 @@ def test_close_stops_the_watcher(workspace: Workspace) -> None:
     assert watcher.running
     workspace.close()
     assert not watcher.running
+
+
+def test_the_watcher_says_it_is_indexing_while_a_run_is_under_way(workspace: Workspace) -> None:
+    during: list[bool] = []
+    done = threading.Event()
+
+    def on_index(report: object) -> None:
+        during.append(watcher.indexing)
+        done.set()
+
+    watcher = workspace.watch(catch_up=False, on_index=on_index)
+    assert watcher.indexing is False
+    (workspace.root / "Hives" / "Queens.md").write_text("# Queens\n\nMark the queen.\n")
+    assert done.wait(10)
+    assert during[0] is True
+    eventually(workspace, "queen", ["Hives/Queens.md"])
+    deadline = time.monotonic() + 10
+    while watcher.indexing and time.monotonic() < deadline:  # the run ends after its commit
+        time.sleep(0.01)
+    assert watcher.indexing is False

@@ -153,6 +153,27 @@ class Workspace(Vault):
             retrievers=retrievers,
         )
 
+    def related(
+        self,
+        note: str,
+        *,
+        k: int = 10,
+        use_vectors: bool = True,
+        explain: bool = False,
+        touch: bool = False,
+    ) -> Selection:
+        """The notes that matter for `note` (path, file name, title or alias): select with
+        the note as the query — its title, headings and text — its links and what was
+        touched lifting their notes, the note itself left out; one passage per note. With
+        `touch`, the note is recorded as open first, as an editor does when it shows it.
+        `NoteNotFound` for a note the index lacks or the policy hides."""
+        self.require_index()
+        path = self.find_note(note)
+        if touch:
+            self.touch(path, kind="open")
+        _, note_id = self.resolve_note(path)
+        return self.selector.related(note_id, path, k=k, use_vectors=use_vectors, explain=explain)
+
     def warm_up(self, *, use_vectors: bool = True) -> threading.Thread:
         """Load what the first select needs — the embedding model, the vector matrix, the
         link graph, the index's pages — in a background thread, and return that thread.

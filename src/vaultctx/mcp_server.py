@@ -87,6 +87,15 @@ def create_mcp_server(workspace: Workspace, *, use_vectors: bool = True) -> MCPS
         )
         return selection.contract()
 
+    @server.tool(title="Notes related to a note", annotations=READ_ONLY)
+    @tool_errors
+    def related(note: str, k: int = 10) -> dict[str, Any]:
+        """The notes that matter for one note (vault path, file name, title or alias): its
+        words, its meaning and its links as the query, the note itself left out; one
+        passage per note, with path, heading, text, score and which retrievers found it."""
+        selection = ws.related(note, k=max(1, min(k, 100)), use_vectors=use_vectors)
+        return selection.contract()
+
     @server.tool(title="Read a note", annotations=READ_ONLY)
     @tool_errors
     def read_note(note: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ LAZY_COMMANDS = {
     "index": "index_cmds",
     "status": "index_cmds",
     "select": "select_cmds",
+    "related": "select_cmds",
     "open": "select_cmds",
     "touch": "select_cmds",
     "context": "context_cmds",

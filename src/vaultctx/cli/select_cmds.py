@@ -148,6 +148,40 @@ def select(
     render_selection(selection)
 
 
+@cli.command()
+@click.argument("note")
+@vault_option
+@click.option("-k", "--k", "k", default=10, show_default=True, help="Notes to return.")
+@click.option("--no-vectors", is_flag=True, help="Lexical and graph only: never loads the model.")
+@click.option("--explain", is_flag=True, help="Show the FTS query, graph seeds and ranks.")
+@click.option("--touch", is_flag=True, help="Record NOTE as open first, as an editor does.")
+@json_option
+def related(
+    note: str, vault: str, k: int, no_vectors: bool, explain: bool, touch: bool, as_json: bool
+) -> None:
+    """The notes that matter for NOTE (a path, file name, title or alias): its words, its
+    meaning and its links as the query, NOTE itself left out; one passage per note.
+
+    Uses a `vaultctx serve` running for the vault when there is one, else answers in-process.
+    """
+    from ..server.client import request_server  # http.client: only for commands that query
+
+    body = {"note": note, "k": k, "no_vectors": no_vectors, "explain": explain, "touch": touch}
+    contract = request_server(vault, "POST", "/related", body)
+    if contract is None:
+        with open_workspace(vault) as ws:
+            selection = ws.related(
+                note, k=k, use_vectors=not no_vectors, explain=explain, touch=touch
+            )
+        contract = selection.contract()
+    if as_json:
+        emit_json(contract)
+        return
+    from ..facade import Selection  # pydantic: only to render
+
+    render_selection(Selection.model_validate(contract))
+
+
 def render_selection(selection: Selection) -> None:
     from rich.markup import escape
     from rich.table import Table

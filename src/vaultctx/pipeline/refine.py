@@ -103,7 +103,6 @@ def gate_prompt(
     return aliases, gate_messages(query, shown)
 
 
-
 class Refiner:
     """Refine for one vault: the gate cache, and access to its blocks and (through the
     select's warm `VectorStore`) their vectors."""

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import EmbeddingUnavailable, InvalidQuery
 from ..search.fusion import Fused, Hit, rrf_order
-from ..search.query import LexicalQuery, QueryTokenizer, build_query
+from ..search.query import LexicalQuery, QueryTokenizer, build_query, key_terms
 from ..search.vectors import VectorStore, top_notes
 from . import lexical
 from .candidates import BLOCK_LISTS, block_notes, build_candidates, note_block_counts, note_paths
@@ -59,6 +59,12 @@ DEFAULT_MAX_PER_NOTE = 3
 FEEDBACK_DOCS = 3
 FEEDBACK_WEIGHT = 1.0
 FEEDBACK_POOL = 1000
+# A note as a query (`related`): its most telling terms, its title counted as often as three
+# mentions and each heading as two, from at most its first RELATED_CHARS characters.
+RELATED_TERMS = 12
+RELATED_TITLE_WEIGHT = 3
+RELATED_HEADING_WEIGHT = 2
+RELATED_CHARS = 20_000
 
 
 @dataclass
@@ -184,9 +190,14 @@ class Selector:
         explain: bool = False,
         max_per_note: int = DEFAULT_MAX_PER_NOTE,
         retrievers: Collection[str] | None = None,
+        query_vector: np.ndarray | None = None,
+        open_note: int | None = None,
     ) -> Selection:
         """See `Workspace.select`. `retrievers` limits which retrievers run (default: all);
-        `max_per_note` caps the blocks of one note in the result (0: no cap)."""
+        `max_per_note` caps the blocks of one note in the result (0: no cap);
+        `query_vector` is searched instead of the text's embedding; `open_note` is the note
+        asked about (`related`): left out of the results, and the context's most recent
+        note, whatever was touched."""
         started = time.perf_counter()
         enabled = set(retrievers) if retrievers is not None else None
 
@@ -204,15 +215,16 @@ class Selector:
         generation = ws.generation
         store_size = self._store_size(conn, generation)
 
-        hidden = self._hidden_notes(
+        unreadable = self._hidden_notes(
             conn, generation, self.policy.current() if self.policy is not None else None
         )
+        hidden = unreadable if open_note is None else unreadable | {open_note}
         allowed = allowed_notes(conn, filters) - hidden if filters.restricts_notes else None
         model = ws.db.get_meta("embedding_model")
         vectors_indexed = model is not None and model == ws.embedder.model_id
         want_vectors = use_vectors and on("vector") and vectors_indexed and store_size > 0
         runs: dict[str, _Run] = {}
-        query_vector: list[np.ndarray | None] = [None]
+        vector_of_query: list[np.ndarray | None] = [query_vector]
 
         # Vector search in a worker thread: the model releases the GIL while encoding.
         vector_future: Future[_Run] | None = None
@@ -224,7 +236,7 @@ class Selector:
                 model or "",
                 allowed,
                 hidden,
-                query_vector,
+                vector_of_query,
             )
         extra_futures: dict[str, Future[_Run]] = {}
         for name, retriever in self.retrievers.items():
@@ -244,7 +256,9 @@ class Selector:
         if on("graph"):
             link_graph = self.graph.get(conn, generation)
             context = context_seeds(conn, link_graph.size)
-            context = {n: w for n, w in context.items() if n not in hidden}
+            context = {n: w for n, w in context.items() if n not in unreadable}
+            if open_note is not None:
+                context[open_note] = max(context.get(open_note, 0.0), 1.0)
             near = proximity(link_graph, context)
             if allowed is not None or hidden:
                 near = {
@@ -258,16 +272,18 @@ class Selector:
         else:
             runs["graph"] = _Run(skipped=True)
 
+        query_vector = None
         if vector_future is not None:
             runs["vector"] = vector_future.result()
-            if query_vector[0] is not None and not runs["vector"].error:
-                self._feedback(runs, query_vector[0], generation, model or "", allowed, hidden)
+            query_vector = vector_of_query[0]
+            if query_vector is not None and not runs["vector"].error:
+                self._feedback(runs, query_vector, generation, model or "", allowed, hidden)
         else:
             runs["vector"] = _Run(skipped=True)
         for name, future in extra_futures.items():
             runs[name] = future.result()
 
-        matrix = self.vectors.get(conn, generation, model) if query_vector[0] is not None else None
+        matrix = self.vectors.get(conn, generation, model) if query_vector is not None else None
         owners = dict(runs["lexical"].owners)
         if matrix is not None:
             owners.update(_block_owners(matrix, runs["vector"].hits))
@@ -282,7 +298,7 @@ class Selector:
             kinds=filters.kinds,
             rrf_k=ws.config.rrf_k,
             matrix=matrix,
-            query_vector=query_vector[0],
+            query_vector=query_vector,
         )
 
         diagnostics: dict[str, Any] = {
@@ -393,6 +409,63 @@ class Selector:
         counts = note_block_counts(conn, sorted(ends))
         return follow_pointers(fused, links, {note_key(n): c for n, c in counts.items()})
 
+    # --- related notes -------------------------------------------------------------------
+
+    def related(
+        self,
+        note_id: int,
+        path: str,
+        *,
+        k: int = 10,
+        use_vectors: bool = True,
+        explain: bool = False,
+        max_per_note: int = 1,
+    ) -> Selection:
+        """See `Workspace.related`: select with a note as the query — its key terms (title
+        and headings weighing more than its text) for FTS5, the mean of its blocks' vectors
+        for the vector side (nothing to embed), the note as the open one for the graph —
+        and the note itself left out."""
+        ws = self.ws
+        conn = ws.db.connect()
+        generation = ws.generation
+        (title,) = conn.execute("SELECT title FROM notes WHERE id = ?", (note_id,)).fetchone()
+        sections = conn.execute(
+            "SELECT heading_path, text FROM blocks WHERE note_id = ? ORDER BY ordinal", (note_id,)
+        ).fetchall()
+        text = "\n".join(
+            [title] * RELATED_TITLE_WEIGHT
+            + [h for h, _ in sections if h] * RELATED_HEADING_WEIGHT
+            + [t for _, t in sections]
+        )[:RELATED_CHARS]
+        tokenizer = QueryTokenizer(conn, df_cache=self._df_cache(generation))
+        terms = key_terms(text, tokenizer, self._store_size(conn, generation), RELATED_TERMS)
+        selection = self.select(
+            " ".join(terms) or title,
+            k=k,
+            use_vectors=use_vectors,
+            explain=explain,
+            max_per_note=max_per_note,
+            query_vector=self._note_vector(conn, note_id, generation) if use_vectors else None,
+            open_note=note_id,
+        )
+        diagnostics = {**selection.diagnostics, "related_terms": terms}
+        return selection.model_copy(update={"query": path, "diagnostics": diagnostics})
+
+    def _note_vector(
+        self, conn: sqlite3.Connection, note_id: int, generation: str | None
+    ) -> np.ndarray | None:
+        """The unit mean of a note's block vectors, or None when it has none (yet)."""
+        model = self.ws.db.get_meta("embedding_model")
+        if model is None or model != self.ws.embedder.model_id:
+            return None
+        matrix = self.vectors.get(conn, generation, model)
+        rows = matrix.rows_for_notes(np.asarray([note_id], dtype=np.int64))
+        if rows.size == 0:
+            return None
+        mean = matrix.matrix[rows].mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        return (mean / norm).astype(np.float32) if norm else None
+
     # --- retrievers ----------------------------------------------------------------------
 
     @staticmethod
@@ -443,7 +516,7 @@ class Selector:
         try:
             conn = self.ws.db.connect()
             matrix = self.vectors.get(conn, generation, model)
-            vector = self.embed_query(text)
+            vector = out_vector[0] if out_vector[0] is not None else self.embed_query(text)
             out_vector[0] = vector
             scores = matrix.scores(
                 vector, _sorted_ids(allowed), hidden_notes=_sorted_ids(hidden or None)

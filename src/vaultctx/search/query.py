@@ -13,6 +13,7 @@ POSTINGS_BUDGET postings — which happens in large vaults only.
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 from dataclasses import dataclass, field
@@ -193,3 +194,28 @@ def build_query(
         prefixes=tuple(prefixes),
         dropped=dropped,
     )
+
+
+def key_terms(text: str, tokenizer: QueryTokenizer, total_blocks: int, limit: int) -> list[str]:
+    """The words that say what a longer text (a note) is about, best first: its terms by
+    tf·idf over the index, as the text wrote them; stop-words and terms no other block holds
+    (they find nothing but the text itself) left out."""
+    raw = [m.group(0).rstrip("*") for m in _TOKEN.finditer(text)]
+    stems = tokenizer.stems(" ".join(raw))
+    if len(stems) != len(raw):
+        raw = stems
+    counts: dict[str, int] = {}
+    written: dict[str, str] = {}
+    for token, stem in zip(raw, stems, strict=False):
+        if token.lower() in STOP_WORDS or len(token) < 2:
+            continue
+        counts[stem] = counts.get(stem, 0) + 1
+        written.setdefault(stem, token)
+    freqs = tokenizer.doc_freqs(list(counts))
+    weight = {
+        stem: tf * math.log(total_blocks / freqs[stem])
+        for stem, tf in counts.items()
+        if freqs.get(stem, 0) > 1
+    }
+    best = sorted(weight, key=lambda stem: (-weight[stem], stem))[:limit]
+    return [written[stem] for stem in best]

@@ -110,6 +110,14 @@ class SelectBody(FilterBody):
     explain: bool = False
 
 
+class RelatedBody(_Body):
+    note: str
+    k: int = Field(10, ge=1, le=1000)
+    no_vectors: bool = False
+    explain: bool = False
+    touch: bool = False
+
+
 class ContextBody(FilterBody):
     query: str
     budget: int | None = Field(None, ge=1)
@@ -313,6 +321,7 @@ def create_app(
         server = {
             "pid": pid,
             "watching": watcher is not None and watcher.running,
+            "indexing": watcher is not None and watcher.indexing,
             "watch_runs": watcher.runs if watcher else 0,
             "watch_error": watcher.last_error if watcher else None,
         }
@@ -327,6 +336,21 @@ def create_app(
                 filters=body.filters(),
                 use_vectors=not body.no_vectors,
                 explain=body.explain,
+            )
+        )
+        data = selection.contract()
+        data["diagnostics"]["server_pid"] = pid
+        return JSONResponse(data)
+
+    async def related(request: Request) -> JSONResponse:
+        body = await read(request, RelatedBody)
+        selection = await run_in_threadpool(
+            lambda: ws.related(
+                body.note,
+                k=body.k,
+                use_vectors=not body.no_vectors,
+                explain=body.explain,
+                touch=body.touch,
             )
         )
         data = selection.contract()
@@ -436,6 +460,7 @@ def create_app(
             Route("/health", health, methods=["GET"]),
             Route("/status", status, methods=["GET"]),
             Route("/select", select, methods=["POST"]),
+            Route("/related", related, methods=["POST"]),
             Route("/context", context, methods=["POST"]),
             Route("/memory/search", memory_search, methods=["GET", "POST"]),
             Route("/memory/add", memory_add, methods=["POST"]),

@@ -91,6 +91,7 @@ class VaultWatcher:
         self.on_index = on_index
         self.last_error: str | None = None
         self.runs = 0
+        self.indexing = False  # a run is under way: an editor says "indexing"
         self._root = vault.root
         self._index_dir = vault.db.path.parent.resolve()
         self._spec = load_ignore_spec(self._root)
@@ -196,6 +197,7 @@ class VaultWatcher:
         """
         ws = self.vault
         embed = ws.config.embed if self.embed is None else self.embed
+        self.indexing = True
         try:
             # Text first, so the edit is searchable at once; then the vectors of new blocks,
             # which may take long when a whole vault still needs embedding.
@@ -211,6 +213,8 @@ class VaultWatcher:
             self._failed(f"re-index failed: {type(exc).__name__}: {exc}", first=True)
             self._retry_at = time.monotonic() + self._backoff(self._run_failures)
             return ChangeSet(changes.paths, full=True)
+        finally:
+            self.indexing = False
         self._run_failures = 0
         if self._error_recorded and self._watch_error is None:
             self._error_recorded = not record_watch_error(ws.db, None)
