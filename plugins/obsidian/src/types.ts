@@ -1,0 +1,74 @@
+// The server's JSON contracts, as the plugin reads them (README: `select`, `context`, `serve`).
+
+export type Retriever = "lexical" | "vector" | "graph" | "memory";
+
+export interface SourceRank {
+	rank: number;
+	score: number;
+}
+
+/** One ranked passage of `/select` and `/related`. */
+export interface Candidate {
+	id: string;
+	kind: "block" | "note" | "memory";
+	path: string;
+	title?: string | null;
+	heading?: string | null;
+	heading_path?: string | null;
+	text: string;
+	score: number;
+	start_line?: number | null;
+	end_line?: number | null;
+	tokens?: number;
+	sources: Partial<Record<Retriever, SourceRank>>;
+}
+
+export interface Selection {
+	query: string;
+	candidates: Candidate[];
+	diagnostics: Record<string, unknown>;
+}
+
+/** One item of a SessionContext (`/context`). */
+export interface ContextItem {
+	id: string;
+	kind: "block" | "note" | "memory";
+	path?: string | null;
+	heading?: string | null;
+	heading_path?: string | null;
+	text: string;
+	tokens?: number;
+	reason?: string | null;
+	score?: number;
+}
+
+export interface SessionContext {
+	items: ContextItem[];
+	token_count: number;
+	budget: number;
+	gate: string;
+	gate_reason?: string | null;
+	context_hash: string;
+	diagnostics?: Record<string, unknown>;
+}
+
+/** `GET /health` with the token. Without it (or from an old server) only `ok`. */
+export interface Health {
+	ok: boolean;
+	vault?: string;
+	pid?: number;
+	version?: string;
+}
+
+/** `GET /status`: the index's counts and the server's own state. */
+export interface ServerStatus {
+	notes?: number;
+	blocks?: number;
+	server?: {
+		pid?: number;
+		watching?: boolean;
+		watch_runs?: number;
+		watch_error?: string | null;
+		indexing?: boolean;
+	};
+}
