@@ -35,6 +35,7 @@ LAZY_COMMANDS = {
     "chat": "agent_cmds",
     "sessions": "agent_cmds",
     "skills": "skills_cmds",
+    "obsidian": "obsidian_cmds",
 }
 
 
