@@ -4,12 +4,16 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 VAULT ?= examples/vault
 QUERY ?= when should I treat the hives for varroa mites
+# The Obsidian plugin: its npm tools, and the Chromium its browser test drives.
+PLUGIN := plugins/obsidian
+CHROMIUM ?= /usr/bin/chromium
+PLUGIN_ENV := VAULTCTX_BIN=$(abspath $(VENV))/bin/vaultctx CHROMIUM_PATH=$(CHROMIUM)
 
 export HF_HUB_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test test-fast lint bench clean
+.PHONY: install chromium demo test test-fast lint bench clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -17,27 +21,50 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $@
 
-install: $(VENV)/.installed
+$(PLUGIN)/node_modules/.installed: $(PLUGIN)/package.json $(PLUGIN)/package-lock.json
+	@command -v npm >/dev/null || { echo "make: npm (Node.js 20 or later) is needed for the Obsidian plugin" >&2; exit 1; }
+	cd $(PLUGIN) && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
-demo: install
+# Debian's chromium, for the plugin's real-browser test (no test tool downloads a browser).
+chromium:
+	@test -x $(CHROMIUM) || { \
+		echo "installing chromium (apt-get)"; \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	}
+	@test -x $(CHROMIUM) || { echo "make: no Chromium at $(CHROMIUM) (set CHROMIUM=...)" >&2; exit 1; }
+
+install: $(VENV)/.installed $(PLUGIN)/node_modules/.installed chromium
+
+demo: $(VENV)/.installed
 	$(VENV)/bin/vaultctx index $(VAULT)
 	$(VENV)/bin/vaultctx select "$(QUERY)" --vault $(VAULT) -k 5
 
+# The plugin's tests (vitest: unit, against a real `vaultctx serve`, in Chromium) and then
+# pytest; both always run, and either failing fails the target.
 test: install
-	$(PY) -m pytest -q
+	@cd $(PLUGIN) && $(PLUGIN_ENV) npx vitest run; plugin=$$?; \
+	cd $(CURDIR) && $(PY) -m pytest -q; python=$$?; \
+	if [ $$plugin -ne 0 ]; then echo "make test: the Obsidian plugin's tests failed" >&2; fi; \
+	[ $$plugin -eq 0 ] && [ $$python -eq 0 ]
 
 test-fast: install
-	$(PY) -m pytest -q -m "not slow"
+	@cd $(PLUGIN) && $(PLUGIN_ENV) npx vitest run test/unit test/build.test.ts; plugin=$$?; \
+	cd $(CURDIR) && $(PY) -m pytest -q -m "not slow"; python=$$?; \
+	[ $$plugin -eq 0 ] && [ $$python -eq 0 ]
 
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/lint-imports
+	cd $(PLUGIN) && npx tsc --noEmit
 
 bench: install
 	$(PY) benchmarks/index_bench.py
 	$(PY) benchmarks/select_bench.py
 	$(PY) benchmarks/eval.py
+	cd $(PLUGIN) && $(PLUGIN_ENV) npm run bench
 
 clean:
-	rm -rf $(VENV) $(VAULT)/.vaultctx
+	rm -rf $(VENV) $(VAULT)/.vaultctx $(PLUGIN)/node_modules $(PLUGIN)/test-output
