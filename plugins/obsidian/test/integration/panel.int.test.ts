@@ -90,7 +90,7 @@ describe("the panel, filled by a real server", () => {
 describe("search as you type, against the real server", () => {
 	it("answers the last keystroke, and opens the chosen passage", async () => {
 		plugin.openSearch();
-		const modal = Modal.opened[Modal.opened.length - 1] as SearchModal;
+		const modal = Modal.opened[Modal.opened.length - 1] as unknown as SearchModal;
 		const before = requests.filter((r) => r.url.endsWith("/select")).length;
 		const typing = ["q", "qu", "que", "quee", "queen", "queen c", "queen cells"].map((text) =>
 			(modal as unknown as { type(v: string): Promise<unknown[]> }).type(text),
