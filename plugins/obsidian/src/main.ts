@@ -28,6 +28,8 @@ export default class VaultctxPlugin extends Plugin implements PanelHost {
 		this.registerView(VIEW_TYPE, (leaf) => new ContextView(leaf, this));
 		this.registerHoverLinkSource(VIEW_TYPE, { display: "vaultctx related notes", defaultMod: false });
 		this.statusBar = new StatusBar(this.addStatusBarItem(), () => void this.checkConnection());
+		// A server this plugin started goes with Obsidian (best effort: quit may not run).
+		this.registerEvent(this.app.workspace.on("quit", () => this.server.stop()));
 		this.addRibbonIcon("waypoints", "vaultctx: related notes", () => void this.openPanel());
 		this.addCommand({
 			id: "open-related-notes",

@@ -85,6 +85,7 @@ export function snippet(text: string, max = 180): string {
 		.replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1") // [label](url), ![alt](src)
 		.replace(/^\s{0,3}(#{1,6}\s+|>\s?|[-*+]\s+(\[[ xX]\]\s+)?|\d+[.)]\s+)/gm, "")
 		.replace(/(\*\*|__|~~|==|`)/g, "")
+		.replace(/(^|[^\w*])[*_]([^*_\n]+)[*_](?![\w*])/g, "$1$2") // *emphasis*, _emphasis_
 		.replace(/\s+\^[\w-]+\s*$/gm, "") // block ids
 		.replace(/\s+/g, " ")
 		.trim();

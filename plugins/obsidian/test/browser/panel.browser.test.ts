@@ -53,7 +53,7 @@ function pageHtml(bundle: string): string {
 	return `<!doctype html><html><head><meta charset="utf-8">
 <style>${theme}</style><style>${styles}</style></head>
 <body class="theme-dark"><div class="workspace-split">
-<div class="workspace-editor"><h1>Varroa Mites</h1><p>The note open in the editor.</p></div>
+<div class="workspace-editor"><h1>Varroa Mites</h1><div class="note-text"></div></div>
 <div class="workspace-leaf"><div class="view-header">Related notes</div><div class="view-content"></div></div>
 </div><script>${bundle}</script></body></html>`;
 }
@@ -61,14 +61,26 @@ function pageHtml(bundle: string): string {
 beforeAll(async () => {
 	server = await RealServer.start();
 	const client = new VaultctxClient({ vaultPath: server.vault, timeoutMs: () => 10_000 });
+	await client.related(OPEN, { k: 8 }); // warm: the first request also checks the server
+	const started = performance.now();
 	const answer = await client.related(OPEN, { k: 8 });
-	state = { kind: "results", note: "Varroa Mites", entries: groupByNote(answer.candidates, OPEN, 8), ms: 21 };
+	const ms = performance.now() - started;
+	state = { kind: "results", note: "Varroa Mites", entries: groupByNote(answer.candidates, OPEN, 8), ms };
 	browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-	page = await browser.newPage({ viewport: { width: 900, height: 1100 }, deviceScaleFactor: 1 });
+	page = await browser.newPage({ viewport: { width: 1000, height: 1000 }, deviceScaleFactor: 1 });
 	// The page loads nothing from anywhere: every request it tries fails the test.
 	const outside: string[] = [];
 	page.on("request", (request) => outside.push(request.url()));
 	await page.setContent(pageHtml(await renderBundle()), { waitUntil: "load" });
+	// The open note's first lines in the editor pane, as text.
+	const lines = readFileSync(path.join(server.vault, OPEN), "utf8")
+		.split("\n")
+		.filter((line) => line.trim() && !line.startsWith("#") && !line.startsWith("---") && !/^\w+:/.test(line))
+		.slice(0, 7);
+	await page.evaluate((text) => {
+		const pane = document.querySelector(".note-text") as HTMLElement;
+		for (const line of text) pane.appendChild(document.createElement("p")).textContent = line;
+	}, lines);
 	await page.evaluate((panelState) => {
 		const w = window as unknown as {
 			VaultctxRender: typeof import("../../src/render");

@@ -61,6 +61,7 @@ describe("at Obsidian's start-up", () => {
 		expect(requests).toEqual([]);
 		expect(plugin.server.running).toBe(false);
 		expect(app.workspace.listeners("file-open")).toBe(0); // the panel listens, once shown
+		expect(app.workspace.listeners("quit")).toBe(1); // to stop a server it started
 	});
 });
 

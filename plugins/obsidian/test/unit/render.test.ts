@@ -66,6 +66,12 @@ describe("a snippet", () => {
 		);
 	});
 
+	it("keeps the words of *emphasis* and snake_case names", () => {
+		expect(snippet("NBU *Managing Varroa* and _Foulbrood_ leaflets; see my_note_name")).toBe(
+			"NBU Managing Varroa and Foulbrood leaflets; see my_note_name",
+		);
+	});
+
 	it("is cut at a word with an ellipsis", () => {
 		const cut = snippet("word ".repeat(100), 40);
 		expect(cut.length).toBeLessThanOrEqual(41);

@@ -373,7 +373,7 @@ function headingTrail(candidate) {
   return parts;
 }
 function snippet(text, max = 180) {
-  const plain = text.replace(/^---\n[\s\S]*?\n---\n/, "").replace(/```[\s\S]*?```/g, " ").replace(/!\[\[[^\]]*\]\]/g, " ").replace(/\[\[([^\]|#]*)(?:#[^\]|]*)?\|([^\]]*)\]\]/g, "$2").replace(/\[\[([^\]|]*)\]\]/g, (_, target) => target.replace("#", " \u203A ")).replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1").replace(/^\s{0,3}(#{1,6}\s+|>\s?|[-*+]\s+(\[[ xX]\]\s+)?|\d+[.)]\s+)/gm, "").replace(/(\*\*|__|~~|==|`)/g, "").replace(/\s+\^[\w-]+\s*$/gm, "").replace(/\s+/g, " ").trim();
+  const plain = text.replace(/^---\n[\s\S]*?\n---\n/, "").replace(/```[\s\S]*?```/g, " ").replace(/!\[\[[^\]]*\]\]/g, " ").replace(/\[\[([^\]|#]*)(?:#[^\]|]*)?\|([^\]]*)\]\]/g, "$2").replace(/\[\[([^\]|]*)\]\]/g, (_, target) => target.replace("#", " \u203A ")).replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1").replace(/^\s{0,3}(#{1,6}\s+|>\s?|[-*+]\s+(\[[ xX]\]\s+)?|\d+[.)]\s+)/gm, "").replace(/(\*\*|__|~~|==|`)/g, "").replace(/(^|[^\w*])[*_]([^*_\n]+)[*_](?![\w*])/g, "$1$2").replace(/\s+\^[\w-]+\s*$/gm, "").replace(/\s+/g, " ").trim();
   if (plain.length <= max) return plain;
   const cut = plain.slice(0, max);
   const space = cut.lastIndexOf(" ");
@@ -1155,6 +1155,7 @@ var VaultctxPlugin = class extends import_obsidian7.Plugin {
     this.registerView(VIEW_TYPE, (leaf) => new ContextView(leaf, this));
     this.registerHoverLinkSource(VIEW_TYPE, { display: "vaultctx related notes", defaultMod: false });
     this.statusBar = new StatusBar(this.addStatusBarItem(), () => void this.checkConnection());
+    this.registerEvent(this.app.workspace.on("quit", () => this.server.stop()));
     this.addRibbonIcon("waypoints", "vaultctx: related notes", () => void this.openPanel());
     this.addCommand({
       id: "open-related-notes",
