@@ -1,6 +1,8 @@
 // The plugin's one way to reach its server: Obsidian's `requestUrl` (the server keeps its
 // strict CORS), to 127.0.0.1 only, with the bearer token, and a time limit on every request.
 
+import { isAbsolute } from "path";
+
 import { requestUrl, RequestUrlParam, RequestUrlResponse } from "obsidian";
 
 import { readServerFile, readToken, realVaultPath } from "./discovery";
@@ -140,6 +142,9 @@ export class VaultctxClient {
 	 * serves this very vault, and it is recent enough. */
 	private async open(): Promise<Connection> {
 		const { vaultPath } = this.options;
+		if (!isAbsolute(vaultPath)) {
+			throw problems.failed("connecting", "this vault has no folder on disk (vaultctx needs Obsidian's desktop app)");
+		}
 		const info = await readServerFile(vaultPath);
 		if (info === null) throw problems.notRunning("no .vaultctx/server.json in the vault");
 		const token = await readToken(info);

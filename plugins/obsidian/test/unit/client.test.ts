@@ -92,6 +92,12 @@ describe("each problem is one clear sentence", () => {
 		expect(states).toEqual(["not-running"]);
 	});
 
+	it("a vault with no folder on disk: no file is read, nothing is sent", async () => {
+		const problem = await problemOf(new VaultctxClient({ vaultPath: "", timeoutMs: () => 100 }).status());
+		expect(problem.message).toMatch(/no folder on disk/);
+		expect(requests).toEqual([]);
+	});
+
 	it("nothing answers on the port: not running", async () => {
 		setRequestHandler(async () => {
 			throw new Error("connect ECONNREFUSED 127.0.0.1:43210");

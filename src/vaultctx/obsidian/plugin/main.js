@@ -37,6 +37,7 @@ module.exports = __toCommonJS(main_exports);
 var import_obsidian7 = require("obsidian");
 
 // src/client.ts
+var import_path = require("path");
 var import_obsidian = require("obsidian");
 
 // src/discovery.ts
@@ -251,6 +252,9 @@ var VaultctxClient = class {
    * serves this very vault, and it is recent enough. */
   async open() {
     const { vaultPath } = this.options;
+    if (!(0, import_path.isAbsolute)(vaultPath)) {
+      throw problems.failed("connecting", "this vault has no folder on disk (vaultctx needs Obsidian's desktop app)");
+    }
     const info = await readServerFile(vaultPath);
     if (info === null) throw problems.notRunning("no .vaultctx/server.json in the vault");
     const token = await readToken(info);
