@@ -21,7 +21,7 @@ def run(*args: str):
 
 
 def obsidian_vault(tmp_path: Path) -> Path:
-    root = tmp_path / "vault"
+    root = tmp_path / "my vault"
     (root / ".obsidian").mkdir(parents=True)
     (root / "Note.md").write_text("# Note\n")
     return root
@@ -52,7 +52,7 @@ def test_install_copies_the_plugin_and_says_how_to_enable_it(tmp_path: Path) -> 
         in text
     )
     assert 'Community plugins → turn community plugins on → enable "vaultctx"' in text
-    assert f"vaultctx serve {vault}" in text
+    assert f"vaultctx serve '{vault}'" in text  # quoted for a shell
     assert sorted(p.name for p in target.iterdir()) == sorted(PLUGIN_FILES)  # no temp files left
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from . import cli
 from .common import json_option, vault_argument
 from .output import console, emit_json
@@ -43,8 +45,9 @@ def install(vault: str, as_json: bool) -> None:
             soft_wrap=True,
         )
     console.print(
-        f"Then run `vaultctx serve {done.vault}` (or the command “vaultctx: Start the server”)"
-        " and open the panel with “vaultctx: Open the related notes panel”.",
+        f"Then run `vaultctx serve {shlex.quote(done.vault)}` (or the command"
+        " “vaultctx: Start the server”) and open the panel with"
+        " “vaultctx: Open the related notes panel”.",
         markup=False,
         soft_wrap=True,
     )
