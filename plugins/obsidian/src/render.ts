@@ -76,7 +76,7 @@ export function headingTrail(candidate: Candidate): string[] {
 
 /** A short plain-text snippet of a passage's Markdown. */
 export function snippet(text: string, max = 180): string {
-	const plain = text
+	const plain = tableRows(text)
 		.replace(/^---\n[\s\S]*?\n---\n/, "") // frontmatter
 		.replace(/```[\s\S]*?```/g, " ") // fenced code
 		.replace(/!\[\[[^\]]*\]\]/g, " ") // embeds
@@ -93,6 +93,19 @@ export function snippet(text: string, max = 180): string {
 	const cut = plain.slice(0, max);
 	const space = cut.lastIndexOf(" ");
 	return `${(space > max * 0.6 ? cut.slice(0, space) : cut).replace(/[\s,.;:]+$/, "")}…`;
+}
+
+/** Table rows as their cells joined by " · ", separator rows dropped. */
+function tableRows(text: string): string {
+	if (!text.includes("|")) return text;
+	return text
+		.split("\n")
+		.map((line) => {
+			if (!/^\s*\|.*\|\s*$/.test(line)) return line;
+			const cells = line.split("|").map((cell) => cell.trim()).filter(Boolean);
+			return cells.every((cell) => /^:?-+:?$/.test(cell)) ? "" : cells.join(" · ");
+		})
+		.join("\n");
 }
 
 export interface Badge {

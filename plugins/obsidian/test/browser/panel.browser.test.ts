@@ -1,6 +1,6 @@
 // @vitest-environment node
 // The panel in a real browser: its DOM and the plugin's styles.css, filled with a real
-// server's /related answer, rendered by headless Chromium (Debian's /usr/bin/chromium through
+// server's /related answer (examples/vault indexed with embeddings), rendered by headless Chromium (Debian's /usr/bin/chromium through
 // playwright-core). Assertions are on what a person sees; the screenshot is written to
 // test-output/panel.png.
 
@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { VaultctxClient } from "../../src/client";
 import { groupByNote, PanelState } from "../../src/render";
-import { RealServer } from "../integration/real-server";
+import { exampleVault, RealServer } from "../integration/real-server";
 import { requests } from "../obsidian-stub";
 
 const HERE = path.resolve(__dirname, "../..");
@@ -59,7 +59,7 @@ function pageHtml(bundle: string): string {
 }
 
 beforeAll(async () => {
-	server = await RealServer.start();
+	server = await RealServer.start(exampleVault(undefined, true)); // lexical, vector and graph
 	const client = new VaultctxClient({ vaultPath: server.vault, timeoutMs: () => 10_000 });
 	await client.related(OPEN, { k: 8 }); // warm: the first request also checks the server
 	const started = performance.now();

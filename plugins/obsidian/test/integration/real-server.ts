@@ -30,13 +30,22 @@ export function serverEnv(home: string): NodeJS.ProcessEnv {
 	};
 }
 
-/** A copy of examples/vault, indexed (text and links), in a fresh temporary folder. */
-export function exampleVault(home = tempDir()): { vault: string; home: string } {
+export interface ServedVault {
+	vault: string;
+	home: string;
+	/** Indexed with embeddings too (a few seconds more), and served with them. */
+	embed?: boolean;
+}
+
+/** A copy of examples/vault, indexed (text and links; with `embed`, embeddings too), in a
+ * fresh temporary folder. */
+export function exampleVault(home = tempDir(), embed = false): ServedVault {
 	const vault = path.join(home, "vault");
 	cpSync(EXAMPLE_VAULT, vault, { recursive: true, filter: (src) => path.basename(src) !== ".vaultctx" });
 	mkdirSync(path.join(home, "config"), { recursive: true });
-	execFileSync(VAULTCTX, ["index", vault, "--no-embed"], { env: serverEnv(home), stdio: "ignore" });
-	return { vault, home };
+	const args = ["index", vault, ...(embed ? [] : ["--no-embed"])];
+	execFileSync(VAULTCTX, args, { env: serverEnv(home), stdio: "ignore" });
+	return { vault, home, embed };
 }
 
 export class RealServer {
@@ -52,10 +61,11 @@ export class RealServer {
 		process.once("exit", () => (this.exited = true));
 	}
 
-	/** Start `vaultctx serve VAULT --port 0 --no-embed` and wait for its server.json. */
-	static async start(where = exampleVault(), extraArgs: string[] = []): Promise<RealServer> {
+	/** Start `vaultctx serve VAULT --port 0 [--no-embed]` and wait for its server.json. */
+	static async start(where: ServedVault = exampleVault()): Promise<RealServer> {
 		const { vault, home } = where;
-		const child = spawn(VAULTCTX, ["serve", vault, "--port", "0", "--no-embed", ...extraArgs], {
+		const args = ["serve", vault, "--port", "0", ...(where.embed ? [] : ["--no-embed"])];
+		const child = spawn(VAULTCTX, args, {
 			env: serverEnv(home),
 			stdio: ["ignore", "ignore", "pipe"],
 		});

@@ -66,6 +66,12 @@ describe("a snippet", () => {
 		);
 	});
 
+	it("reads a table row by row", () => {
+		expect(snippet("| | Egg | Larva |\n|---|:---:|---|\n| Queen | 3 | ~5½ |\n| Worker | 3 | 6 |")).toBe(
+			"Egg · Larva Queen · 3 · ~5½ Worker · 3 · 6",
+		);
+	});
+
 	it("keeps the words of *emphasis* and snake_case names", () => {
 		expect(snippet("NBU *Managing Varroa* and _Foulbrood_ leaflets; see my_note_name")).toBe(
 			"NBU Managing Varroa and Foulbrood leaflets; see my_note_name",

@@ -377,11 +377,19 @@ function headingTrail(candidate) {
   return parts;
 }
 function snippet(text, max = 180) {
-  const plain = text.replace(/^---\n[\s\S]*?\n---\n/, "").replace(/```[\s\S]*?```/g, " ").replace(/!\[\[[^\]]*\]\]/g, " ").replace(/\[\[([^\]|#]*)(?:#[^\]|]*)?\|([^\]]*)\]\]/g, "$2").replace(/\[\[([^\]|]*)\]\]/g, (_, target) => target.replace("#", " \u203A ")).replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1").replace(/^\s{0,3}(#{1,6}\s+|>\s?|[-*+]\s+(\[[ xX]\]\s+)?|\d+[.)]\s+)/gm, "").replace(/(\*\*|__|~~|==|`)/g, "").replace(/(^|[^\w*])[*_]([^*_\n]+)[*_](?![\w*])/g, "$1$2").replace(/\s+\^[\w-]+\s*$/gm, "").replace(/\s+/g, " ").trim();
+  const plain = tableRows(text).replace(/^---\n[\s\S]*?\n---\n/, "").replace(/```[\s\S]*?```/g, " ").replace(/!\[\[[^\]]*\]\]/g, " ").replace(/\[\[([^\]|#]*)(?:#[^\]|]*)?\|([^\]]*)\]\]/g, "$2").replace(/\[\[([^\]|]*)\]\]/g, (_, target) => target.replace("#", " \u203A ")).replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1").replace(/^\s{0,3}(#{1,6}\s+|>\s?|[-*+]\s+(\[[ xX]\]\s+)?|\d+[.)]\s+)/gm, "").replace(/(\*\*|__|~~|==|`)/g, "").replace(/(^|[^\w*])[*_]([^*_\n]+)[*_](?![\w*])/g, "$1$2").replace(/\s+\^[\w-]+\s*$/gm, "").replace(/\s+/g, " ").trim();
   if (plain.length <= max) return plain;
   const cut = plain.slice(0, max);
   const space = cut.lastIndexOf(" ");
   return `${(space > max * 0.6 ? cut.slice(0, space) : cut).replace(/[\s,.;:]+$/, "")}\u2026`;
+}
+function tableRows(text) {
+  if (!text.includes("|")) return text;
+  return text.split("\n").map((line) => {
+    if (!/^\s*\|.*\|\s*$/.test(line)) return line;
+    const cells = line.split("|").map((cell) => cell.trim()).filter(Boolean);
+    return cells.every((cell) => /^:?-+:?$/.test(cell)) ? "" : cells.join(" \xB7 ");
+  }).join("\n");
 }
 function badges(candidate) {
   var _a;
