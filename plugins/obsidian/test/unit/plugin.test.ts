@@ -65,6 +65,28 @@ describe("at Obsidian's start-up", () => {
 	});
 });
 
+describe("the status bar", () => {
+	it("says connected, indexing while the server's watcher works, and not running", async () => {
+		await load();
+		let indexing = true;
+		serveFake(vault, {
+			"GET /status": () => response(200, { notes: 3, server: { pid: 4242, watching: true, indexing } }),
+			"POST /related": (_, body) => response(200, selection(body.note, [])),
+		});
+		await plugin.refreshStatus();
+		expect(plugin.statusText).toBe("vaultctx: indexing…");
+		await plugin.client.related("a.md");
+		expect(plugin.statusText).toBe("vaultctx: indexing…"); // until /status says otherwise
+		indexing = false;
+		await plugin.refreshStatus();
+		expect(plugin.statusText).toBe("vaultctx: connected");
+		serveFake(vault, { "GET /status": async () => Promise.reject(new Error("connect ECONNREFUSED")) });
+		await plugin.refreshStatus();
+		expect(plugin.statusText).toBe("vaultctx: not running");
+		expect(notices).toHaveLength(1);
+	});
+});
+
 describe("the panel", () => {
 	it("opens in the right sidebar and shows the open note's related notes", async () => {
 		await load();
