@@ -36,6 +36,7 @@ def unit_rows(n: int, dim: int, seed: int = 0) -> np.ndarray:
     )
 )
 @example(np.array([[3e-45, 0.0], [0.0, 0.0]], dtype=np.float32))  # a tiny peak, a zero row
+@example(np.array([[5.377e-42]], dtype=np.float32))  # a subnormal scale: the peak rounds to 128
 def test_codes_times_scale_give_back_each_value_within_half_a_step(vectors: np.ndarray) -> None:
     with np.errstate(divide="raise", invalid="raise"):  # no zero scale, no NaN cast to int8
         codes, scales = quantize_rows(vectors)

@@ -79,7 +79,8 @@ def quantize_rows(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     peaks = np.abs(vectors).max(axis=1) if vectors.size else np.zeros(len(vectors), np.float32)
     scales = (peaks / 127.0).astype(np.float32)
     scales[scales == 0] = 1.0  # an all-zero row (or one too small to scale): codes of 0
-    codes = np.rint(vectors / scales[:, None]).astype(np.int8)
+    # A subnormal scale loses precision, so the peak can round to 128: clip, never wrap.
+    codes = np.clip(np.rint(vectors / scales[:, None]), -127, 127).astype(np.int8)
     return codes, scales
 
 
