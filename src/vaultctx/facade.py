@@ -168,10 +168,9 @@ class Workspace(Vault):
         `touch`, the note is recorded as open first, as an editor does when it shows it.
         `NoteNotFound` for a note the index lacks or the policy hides."""
         self.require_index()
-        path = self.find_note(note)
+        path, note_id = self._readable_note(note)
         if touch:
-            self.touch(path, kind="open")
-        _, note_id = self.resolve_note(path)
+            super().touch(path, kind="open")
         return self.selector.related(note_id, path, k=k, use_vectors=use_vectors, explain=explain)
 
     def warm_up(self, *, use_vectors: bool = True) -> threading.Thread:
@@ -210,10 +209,14 @@ class Workspace(Vault):
         """The path of the note `note` names (path, file name, title or alias), if the
         vault's policy lets a client read it; `NoteNotFound` otherwise, as if it were not
         there."""
-        path, _ = self.resolve_note(note)
+        return self._readable_note(note)[0]
+
+    def _readable_note(self, note: str) -> tuple[str, int]:
+        """`resolve_note`, for a note the policy lets a client read."""
+        path, note_id = self.resolve_note(note)
         if not self.policy.readable(path):
             raise NoteNotFound(f"no readable note named {note!r} in {self.root}")
-        return path
+        return path, note_id
 
     def read_note(self, note: str, *, max_chars: int | None = None) -> NoteText:
         """The Markdown of a note a client may read (`find_note`), read from disk now. If

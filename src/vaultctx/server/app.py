@@ -309,6 +309,11 @@ def create_app(
     async def read(request: Request, model: type[M]) -> M:
         return await read_body(request, model, max_body, read_timeout)
 
+    def answered(contract: dict[str, Any]) -> JSONResponse:
+        """A select or context contract, saying which server process answered."""
+        contract["diagnostics"]["server_pid"] = pid
+        return JSONResponse(contract)
+
     async def health(request: Request) -> JSONResponse:
         """Open to anyone on this machine, so it says only that a vaultctx server answers;
         with the token, also which vault and process."""
@@ -338,9 +343,7 @@ def create_app(
                 explain=body.explain,
             )
         )
-        data = selection.contract()
-        data["diagnostics"]["server_pid"] = pid
-        return JSONResponse(data)
+        return answered(selection.contract())
 
     async def related(request: Request) -> JSONResponse:
         body = await read(request, RelatedBody)
@@ -353,9 +356,7 @@ def create_app(
                 touch=body.touch,
             )
         )
-        data = selection.contract()
-        data["diagnostics"]["server_pid"] = pid
-        return JSONResponse(data)
+        return answered(selection.contract())
 
     async def context(request: Request) -> JSONResponse:
         body = await read(request, ContextBody)
@@ -369,9 +370,7 @@ def create_app(
                 use_vectors=not body.no_vectors,
             )
         )
-        data = session.contract()
-        data["diagnostics"]["server_pid"] = pid
-        return JSONResponse(data)
+        return answered(session.contract())
 
     async def memory_search(request: Request) -> JSONResponse:
         if request.method == "GET":
