@@ -104,14 +104,18 @@ class PlainNotes:
         self.matrix = np.stack([np.frombuffer(v, dtype=np.float32) for _, v in vectors])
         self._embed = embed
 
-    def fused(self, query: str) -> list[str]:
-        lexical = [
+    def lexical(self, query: str) -> list[str]:
+        """Plain FTS5 at note level: English stemming, title weighted, an OR of the words."""
+        return [
             self.paths[r]
             for (r,) in self.db.execute(
                 "SELECT rowid FROM f WHERE f MATCH ? ORDER BY bm25(f, 5.0, 1.0) LIMIT ?",
                 (_or_query(query), DEPTH),
             )
         ]
+
+    def fused(self, query: str) -> list[str]:
+        lexical = self.lexical(query)
         scores = self.matrix @ np.asarray(self._embed([query])[0], dtype=np.float32)
         best: dict[int, float] = {}
         for note, score in zip(self.block_notes.tolist(), scores.tolist(), strict=True):

@@ -5,12 +5,15 @@
   as an `# H1` heading (file names are document ids) — scored by fused nDCG@10 beside the
   plain RRF baseline computed in the same run;
 - every question set in `tests/questions/` at note level (Success@5, MRR@10), beside a plain
-  note-level RRF; a set whose items carry `touch` is a context set, run twice: as a session
-  in which the user opens each item's notes before asking (touches accumulate, the most
-  recent last), and with no context at all.
+  note-level RRF and plain note-level FTS5 (English stemming); a set whose items carry
+  `touch` is a context set, run twice: as a session in which the user opens each item's
+  notes before asking (touches accumulate, the most recent last), and with no context at all.
 
 The primary figure of a row is nDCG@10 (BEIR) or MRR@10 (questions; with context for context
-sets); the macro average is their mean. `--small` runs only what CI runs: the question sets
+sets); the macro average is their mean. Each row also has the language most of its vault's
+notes are in (as the index read them, not by name): the suite prints each language's macro
+average and their mean, the macro across languages, in which every language weighs the
+same. `--small` runs only what CI runs: the question sets
 and Cranfield through the lexical retriever.
 """
 
@@ -44,6 +47,7 @@ class Row:
     metrics: dict[str, float]
     baseline: dict[str, float] = field(default_factory=dict)
     counts: bool = True  # part of the macro average
+    language: str = "en"  # of the vault's notes, as the index read it
 
     @property
     def value(self) -> float:
@@ -188,6 +192,7 @@ def run_beir(
         share_vectors(ws.db.path, cache, into_index=True)
         ws.index()
         share_vectors(ws.db.path, cache, into_index=False)
+        language = vault_language(ws)
         for mode, retrievers in modes.items():
             runs, latency = {}, []
             for qid in qrels:
@@ -199,7 +204,9 @@ def run_beir(
             metrics = beir_metrics(runs, qrels)
             metrics["p50_ms"] = percentile(latency, 50)
             metrics["p95_ms"] = percentile(latency, 95)
-            rows.append(Row(dataset.name, f"{layout} {mode}", "ndcg@10", metrics))
+            rows.append(
+                Row(dataset.name, f"{layout} {mode}", "ndcg@10", metrics, language=language)
+            )
     if baseline and rows:
         plain = PlainBEIR(corpus, embedder.encode, workdir / dataset.name / "plain_minilm.npy")
         rows[-1].baseline = beir_metrics({q: plain.fused(queries[q]) for q in qrels}, qrels)
@@ -239,6 +246,15 @@ def _open_vault(
     return Workspace.open(qset.vault, config, embedder=embedder)
 
 
+def vault_language(ws: Any) -> str:
+    """The language most of a vault's notes are in, as its index read them."""
+    languages = ws.db.connect().execute(
+        "SELECT language FROM notes WHERE language != '' GROUP BY language"
+        " ORDER BY count(*) DESC LIMIT 1"
+    )
+    return next((lang for (lang,) in languages), "en")
+
+
 def _clear_context(ws: Any) -> None:
     """Forget every open/touch, so a run starts from no context (a benchmark's own index)."""
     with ws.db.transaction() as conn:
@@ -262,10 +278,14 @@ def run_questions(
         if not qset.is_context:
             ranked = [select_notes(ws, q, **kwargs)[0] for q in questions]
             row = Row(qset.name, "notes", "mrr@10", question_metrics(ranked, qset.items))
+            row.language = vault_language(ws)
             if baseline:
                 plain = PlainNotes(ws.db.path, ws.embedder.model_id, embedder.encode)
                 row.baseline = question_metrics([plain.fused(q) for q in questions], qset.items)
+                fts = question_metrics([plain.lexical(q) for q in questions], qset.items)
+                row.baseline.update({f"fts_{k}": v for k, v in fts.items()})
             return [row]
+        language = vault_language(ws)
         without = [select_notes(ws, q, **kwargs)[0] for q in questions]
         with_context = []
         for item in qset.items:
@@ -274,13 +294,20 @@ def run_questions(
             with_context.append(select_notes(ws, item["question"], **kwargs)[0])
         _clear_context(ws)
     scored = [
-        Row(qset.name, "with context", "mrr@10", question_metrics(with_context, qset.items)),
+        Row(
+            qset.name,
+            "with context",
+            "mrr@10",
+            question_metrics(with_context, qset.items),
+            language=language,
+        ),
         Row(
             qset.name,
             "no context",
             "mrr@10",
             question_metrics(without, qset.items),
             counts=False,
+            language=language,
         ),
     ]
     controls = [i for i, item in enumerate(qset.items) if item.get("control")]
@@ -343,6 +370,19 @@ def macro(rows: list[Row]) -> float:
     return sum(counted) / len(counted) if counted else 0.0
 
 
+def by_language(rows: list[Row]) -> dict[str, float]:
+    """The macro average of each language's rows (English: the BEIR sets and English
+    question sets; another language: its question sets)."""
+    languages = sorted({row.language for row in rows if row.counts})
+    return {lang: macro([row for row in rows if row.language == lang]) for lang in languages}
+
+
+def macro_languages(rows: list[Row]) -> float:
+    """The mean of the languages' macro averages: every language weighs the same."""
+    means = by_language(rows)
+    return sum(means.values()) / len(means) if means else 0.0
+
+
 def table(rows: list[Row]) -> str:
     keys = ["ndcg@10", "recall@100", "success@5", "mrr@10"]
     lines = [
@@ -364,18 +404,34 @@ def table(rows: list[Row]) -> str:
         extra = {k: v for k, v in row.metrics.items() if k.startswith(("controls", "ambiguous"))}
         if extra:
             lines.append(" " * 50 + "  ".join(f"{k} {v:.3f}" for k, v in extra.items()))
+        if "fts_mrr@10" in row.baseline:
+            lines.append(
+                " " * 50 + f"plain FTS5: success@5 {row.baseline['fts_success@5']:.3f}"
+                f"  MRR@10 {row.baseline['fts_mrr@10']:.3f}"
+            )
         if "recall@100" in row.baseline:
             lines.append(
                 " " * 50 + f"plain RRF: nDCG@10 {row.baseline['ndcg@10']:.3f}"
                 f"  R@100 {row.baseline['recall@100']:.3f}"
             )
     lines.append(f"\nmacro average of {sum(r.counts for r in rows)} rows: {macro(rows):.4f}")
+    languages = by_language(rows)
+    if len(languages) > 1:
+        lines.append(
+            "by language: "
+            + "  ".join(f"{lang} {value:.4f}" for lang, value in languages.items())
+            + f"  → macro across languages {macro_languages(rows):.4f}"
+        )
     return "\n".join(lines)
 
 
 def figures(rows: list[Row]) -> dict[str, float]:
     """Flat {dataset/variant/metric: value} for the benchmark's one JSON line."""
-    out: dict[str, float] = {"macro": round(macro(rows), 4)}
+    out: dict[str, float] = {
+        "macro": round(macro(rows), 4),
+        "macro_languages": round(macro_languages(rows), 4),
+    }
+    out.update({f"macro_{lang}": round(value, 4) for lang, value in by_language(rows).items()})
     for row in rows:
         key = re.sub(r"\s+", "_", f"{row.dataset}/{row.variant}")
         for metric, value in row.metrics.items():

@@ -25,6 +25,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from vaultctx import Embedder, EmbeddingUnavailable
+from vaultctx.search.query import FTS_TOKENIZER
+from vaultctx.workspace.language import analyse
 
 # Shared CI machines are slow and uneven: property tests judge correctness, never speed.
 settings.register_profile(
@@ -148,12 +150,39 @@ class FakeEmbedder(Embedder):
 
 
 def assert_full_text_matches_blocks(db_path: Path) -> None:
-    """FTS5's own check that blocks_fts holds exactly the blocks table's text."""
+    """blocks_fts holds exactly the blocks table's text as analysed for each note's language:
+    FTS5's own integrity check, then its terms (and where they are) against a table built
+    afresh from the blocks, one term at a time."""
     conn = sqlite3.connect(db_path)
+    conn.create_function("vx_analyse", 2, analyse, deterministic=True)
     try:
-        conn.execute("INSERT INTO blocks_fts(blocks_fts, rank) VALUES ('integrity-check', 1)")
+        conn.execute("INSERT INTO blocks_fts(blocks_fts) VALUES ('integrity-check')")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE temp.expected USING fts5(title, heading_path, text,"
+            f" tokenize='{FTS_TOKENIZER}')"
+        )
+        conn.execute(
+            "INSERT INTO temp.expected(rowid, title, heading_path, text)"
+            " SELECT b.id, vx_analyse(b.title, NULLIF(n.language, '')),"
+            " vx_analyse(b.heading_path, NULLIF(n.language, '')),"
+            " vx_analyse(b.text, NULLIF(n.language, ''))"
+            " FROM blocks b JOIN notes n ON n.id = b.note_id"
+        )
+        conn.execute("CREATE VIRTUAL TABLE temp.got_v USING fts5vocab(main, blocks_fts, instance)")
+        conn.execute("CREATE VIRTUAL TABLE temp.want_v USING fts5vocab(temp, expected, instance)")
+        got = conn.execute("SELECT * FROM temp.got_v ORDER BY 1, 2, 3, 4").fetchall()
+        want = conn.execute("SELECT * FROM temp.want_v ORDER BY 1, 2, 3, 4").fetchall()
+        assert got == want, "the full-text index differs from the blocks' analysed text"
     finally:
         conn.close()
+
+
+def pretend_schema(conn: sqlite3.Connection, version: int) -> None:
+    """Make an index look as schema `version` left it: its number, and no column a later
+    migration added."""
+    if version < 8:
+        conn.execute("ALTER TABLE notes DROP COLUMN language")
+    conn.execute(f"PRAGMA user_version = {version}")
 
 
 def live_processes(marker: str, *, parent: int | None = None) -> list[int]:

@@ -18,6 +18,11 @@ import suite
 
 MIN_SUCCESS_AT_5 = 0.9
 MIN_MRR_AT_10 = 0.7
+# The translated vaults' sets were written to avoid the notes' own words, in languages the
+# embedding model does not read: lower floors, still far above what English-only analysis
+# gave them (Success@5 0.60-0.96, MRR@10 0.42-0.72).
+MIN_OTHER_LANGUAGE_SUCCESS_AT_5 = 0.8
+MIN_OTHER_LANGUAGE_MRR_AT_10 = 0.55
 MIN_CONTEXT_MRR_AT_10 = 0.85  # with the notes opened before each question
 MIN_CONTEXT_GAIN = 0.1  # over the same questions asked with nothing opened
 MIN_CRANFIELD_LEXICAL_NDCG = 0.36
@@ -47,8 +52,24 @@ def test_the_suite_finds_every_question_set_and_cranfield(rows):
 @pytest.mark.slow
 def test_questions_find_their_notes(rows):
     for name, row in by_variant(rows, "notes").items():
-        assert row.metrics["success@5"] >= MIN_SUCCESS_AT_5, name
-        assert row.metrics["mrr@10"] >= MIN_MRR_AT_10, name
+        english = row.language == "en"
+        assert row.metrics["success@5"] >= (
+            MIN_SUCCESS_AT_5 if english else MIN_OTHER_LANGUAGE_SUCCESS_AT_5
+        ), name
+        assert row.metrics["mrr@10"] >= (
+            MIN_MRR_AT_10 if english else MIN_OTHER_LANGUAGE_MRR_AT_10
+        ), name
+
+
+@pytest.mark.slow
+def test_each_translated_vault_is_read_in_its_own_language(rows):
+    languages = {row.dataset: row.language for row in by_variant(rows, "notes").values()}
+    assert {languages[f"obsidian_help_{lang}"] for lang in ("es", "fr", "it", "nl")} == {
+        "es",
+        "fr",
+        "it",
+        "nl",
+    }
 
 
 @pytest.mark.slow

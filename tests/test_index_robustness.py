@@ -25,6 +25,7 @@ from conftest import (
     assert_full_text_matches_blocks,
     generated_vault,
     hash_tree,
+    pretend_schema,
     query,
     reader_workers,
     snapshot,
@@ -216,7 +217,7 @@ def test_an_index_killed_while_embedding_by_an_older_vaultctx_names_its_model(tm
             " SELECT 'old/model', embed_hash, zeroblob(16) FROM blocks WHERE id % 2 = 0"
         )
         conn.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'last_indexed')")
-        conn.execute("PRAGMA user_version = 5")
+        pretend_schema(conn, 5)
     conn.close()
     with Workspace.open(vault) as ws:
         status = ws.status()

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import FakeEmbedder, assert_full_text_matches_blocks, query
+from conftest import FakeEmbedder, assert_full_text_matches_blocks, pretend_schema, query
 from vaultctx import IndexCorrupt, Workspace
 from vaultctx.workspace import migrations
 from vaultctx.workspace import reader as reader_module
@@ -228,7 +228,7 @@ def test_full_text_search_finds_words(indexed):
 
 def test_full_text_search_ignores_diacritics(indexed):
     found = search(indexed, "reverie")
-    assert {"Journal/2025-08-30 Alsace Trip.md", "Reference/Foreign Beekeeping Terms.md"} <= found
+    assert "Journal/2025-08-30 Alsace Trip.md" in found
     assert search(indexed, "rêverie") == found
 
 
@@ -715,7 +715,7 @@ def test_an_index_from_before_aliases_were_searched_parses_notes_with_aliases_ag
             "INSERT INTO blocks_fts(rowid, title, heading_path, text)"
             " SELECT id, title, heading_path, text FROM blocks WHERE ordinal = 0"
         )
-        conn.execute("PRAGMA user_version = 4")
+        pretend_schema(conn, 4)
     conn.close()
     assert search(root, "apiguard") == set()
     report = index(root)
@@ -735,7 +735,7 @@ def test_an_index_from_before_canvas_links_were_read_parses_linking_notes_again(
     conn = sqlite3.connect(db_file(root))
     with conn:  # as schema 6 left it: the link to Canvas dropped
         conn.execute("DELETE FROM links")
-        conn.execute("PRAGMA user_version = 6")
+        pretend_schema(conn, 6)
     conn.close()
     report = index(root)
     assert (report.updated, report.unchanged) == (1, 2)

@@ -41,6 +41,17 @@ class Config(BaseModel):
         description="block vectors in memory: int8 codes with a scale per vector (a quarter of"
         " the memory) or exact float32 (a few ms faster at 100k blocks on a busy CPU)",
     )
+    embedding_languages: tuple[str, ...] = Field(
+        ("en",),
+        description="languages the embedding model reads well (ISO 639-1 codes, or '*' for a"
+        " multilingual model); in other languages its list counts for less in fusion",
+    )
+    language: str | None = Field(
+        None,
+        pattern=r"^[a-z]{2}$",
+        description="the language every note is written in (ISO 639-1 code, e.g. 'de');"
+        " unset: read from each note",
+    )
     embed: bool = Field(True, description="compute embeddings while indexing")
     index_dir: str | None = Field(
         None, description="where the index lives; default <vault>/.vaultctx"

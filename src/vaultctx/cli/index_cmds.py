@@ -91,6 +91,11 @@ def status(vault: str, as_json: bool) -> None:
         ("index size", human_bytes(st.index_bytes)),
         ("last indexed", st.last_indexed or "never"),
         ("notes with problems", str(st.notes_with_problems)),
+        (
+            "languages",
+            ", ".join(f"{lang or 'too short to tell'} {n}" for lang, n in st.languages.items())
+            or "—",
+        ),
     ]
     if st.watch_error:
         rows.append(("watcher error", f"{st.watch_error_at}: {st.watch_error}"))

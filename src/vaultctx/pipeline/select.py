@@ -25,6 +25,7 @@ from ..errors import EmbeddingUnavailable, InvalidQuery
 from ..search.fusion import Fused, Hit, rrf_order
 from ..search.query import LexicalQuery, QueryTokenizer, build_query, key_terms
 from ..search.vectors import VectorStore, top_notes
+from ..workspace.language import query_languages, vault_languages
 from . import lexical
 from .candidates import BLOCK_LISTS, block_notes, build_candidates, note_block_counts, note_paths
 from .filters import allowed_notes
@@ -65,6 +66,10 @@ RELATED_TERMS = 12
 RELATED_TITLE_WEIGHT = 3
 RELATED_HEADING_WEIGHT = 2
 RELATED_CHARS = 20_000
+# The vector list's share of its weight when the query is in a language the embedding model
+# does not read well (`embedding_languages`): its neighbours there follow shared names and
+# code more than meaning.
+VECTOR_SHARE_OTHER_LANGUAGE = 0.25
 
 
 @dataclass
@@ -101,6 +106,7 @@ class Selector:
         self._sizes: tuple[str | None, int] | None = None
         self._dfs: tuple[str | None, dict[str, int]] = (None, {})
         self._hidden: tuple[str | None, Policy | None, frozenset[int]] = (None, None, frozenset())
+        self._languages: tuple[str | None, tuple[str, ...]] | None = None
         self._query_vectors_lock = threading.Lock()  # selects run from many threads
 
     # --- plumbing ------------------------------------------------------------------------
@@ -154,11 +160,21 @@ class Selector:
             cached = self._hidden = (generation, policy, hidden)
         return cached[2]
 
-    def weights(self) -> dict[str, float]:
+    def _vault_languages(self, conn: sqlite3.Connection, generation: str | None) -> tuple[str, ...]:
+        """The vault's languages (`language.vault_languages`), once per index generation."""
+        cached = self._languages
+        if cached is None or cached[0] != generation:
+            cached = (generation, vault_languages(conn, self.ws.config.language))
+            self._languages = cached
+        return cached[1]
+
+    def weights(self, languages: Sequence[str] = ("en",)) -> dict[str, float]:
+        """Fusion weights for a query read in `languages` (the first is its own)."""
         cfg = self.ws.config
+        spoken = "*" in cfg.embedding_languages or languages[0] in cfg.embedding_languages
         weights = {
             "lexical": cfg.weight_lexical,
-            "vector": cfg.weight_vector,
+            "vector": cfg.weight_vector * (1.0 if spoken else VECTOR_SHARE_OTHER_LANGUAGE),
             "graph": cfg.weight_graph,
         }
         for name in self.retrievers:
@@ -192,12 +208,14 @@ class Selector:
         retrievers: Collection[str] | None = None,
         query_vector: np.ndarray | None = None,
         open_note: int | None = None,
+        languages: Sequence[str] | None = None,
     ) -> Selection:
         """See `Workspace.select`. `retrievers` limits which retrievers run (default: all);
         `max_per_note` caps the blocks of one note in the result (0: no cap);
         `query_vector` is searched instead of the text's embedding; `open_note` is the note
         asked about (`related`): left out of the results, and the context's most recent
-        note, whatever was touched."""
+        note, whatever was touched; `languages` what the query is read in (default: the
+        vault's languages, or the one of them the query is written in)."""
         started = time.perf_counter()
         enabled = set(retrievers) if retrievers is not None else None
 
@@ -214,6 +232,8 @@ class Selector:
         conn = ws.db.connect()
         generation = ws.generation
         store_size = self._store_size(conn, generation)
+        if languages is None:
+            languages = query_languages(text, self._vault_languages(conn, generation))
 
         unreadable = self._hidden_notes(
             conn, generation, self.policy.current() if self.policy is not None else None
@@ -247,7 +267,7 @@ class Selector:
 
         if on("lexical"):
             lexical_query, runs["lexical"] = self._lexical_search(
-                conn, text, store_size, allowed, hidden, generation
+                conn, text, store_size, allowed, hidden, generation, languages
             )
         else:
             lexical_query, runs["lexical"] = None, _Run(skipped=True)
@@ -287,7 +307,7 @@ class Selector:
         owners = dict(runs["lexical"].owners)
         if matrix is not None:
             owners.update(_block_owners(matrix, runs["vector"].hits))
-        ranked, pointers = self._rank_notes(conn, runs, owners, k)
+        ranked, pointers = self._rank_notes(conn, runs, owners, k, self.weights(languages))
         candidates = build_candidates(
             conn,
             ranked,
@@ -345,7 +365,7 @@ class Selector:
                 "filters": filters.model_dump(mode="json", exclude_defaults=True),
                 "allowed_notes": None if allowed is None else len(allowed),
                 "hidden_notes": len(hidden),
-                "weights": self.weights(),
+                "weights": self.weights(languages),
                 "ranks": {
                     c.id: {name: s.rank for name, s in c.sources.items()} for c in candidates
                 },
@@ -355,7 +375,12 @@ class Selector:
         )
 
     def _rank_notes(
-        self, conn: sqlite3.Connection, runs: dict[str, _Run], owners: Mapping[str, int], k: int
+        self,
+        conn: sqlite3.Connection,
+        runs: dict[str, _Run],
+        owners: Mapping[str, int],
+        k: int,
+        weights: Mapping[str, float],
     ) -> tuple[list[RankedNote], list[tuple[str, str]]]:
         """Fuse the note lists, let long notes among the first `k` yield to the shorter notes
         their best passage links to, then lift the notes near the context. Also returns the
@@ -369,10 +394,9 @@ class Selector:
         }
         for name in self.retrievers:
             lists[name] = runs[name].hits
-        weights = {**self.weights(), "graph": 0.0}
         fused = fuse_scores(
             lists,
-            weights,
+            {**weights, "graph": 0.0},
             known={"vector": _note_scores(runs["vector"], lists)},
             by_rank=set(self.retrievers),
         )
@@ -428,7 +452,10 @@ class Selector:
         ws = self.ws
         conn = ws.db.connect()
         generation = ws.generation
-        (title,) = conn.execute("SELECT title FROM notes WHERE id = ?", (note_id,)).fetchone()
+        title, language = conn.execute(
+            "SELECT title, NULLIF(language, '') FROM notes WHERE id = ?", (note_id,)
+        ).fetchone()
+        language = ws.config.language or language or "en"
         sections = conn.execute(
             "SELECT heading_path, text FROM blocks WHERE note_id = ? ORDER BY ordinal", (note_id,)
         ).fetchall()
@@ -438,7 +465,9 @@ class Selector:
             + [t for _, t in sections]
         )[:RELATED_CHARS]
         tokenizer = QueryTokenizer(conn, df_cache=self._df_cache(generation))
-        terms = key_terms(text, tokenizer, self._store_size(conn, generation), RELATED_TERMS)
+        terms = key_terms(
+            text, tokenizer, self._store_size(conn, generation), RELATED_TERMS, language
+        )
         selection = self.select(
             " ".join(terms) or title,
             k=k,
@@ -447,6 +476,7 @@ class Selector:
             max_per_note=max_per_note,
             query_vector=self._note_vector(conn, note_id, generation) if use_vectors else None,
             open_note=note_id,
+            languages=(language,),
         )
         diagnostics = {**selection.diagnostics, "related_terms": terms}
         return selection.model_copy(update={"query": path, "diagnostics": diagnostics})
@@ -485,11 +515,12 @@ class Selector:
         allowed: set[int] | None,
         hidden: frozenset[int],
         generation: str | None,
+        languages: Sequence[str],
     ) -> tuple[LexicalQuery | None, _Run]:
         t0 = time.perf_counter()
         try:
             tokenizer = QueryTokenizer(conn, df_cache=self._df_cache(generation))
-            built = build_query(text, tokenizer, store_size)
+            built = build_query(text, tokenizer, store_size, languages)
             hits = lexical.search(
                 conn,
                 built,

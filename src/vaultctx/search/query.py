@@ -16,7 +16,12 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from ..workspace.language import CJK_RUN as _CJK_WORD
+from ..workspace.language import is_stop_word as is_stop_word_in
+from ..workspace.language import word_terms
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 # A term in at most this share of blocks is always kept; more common ones are kept while the
@@ -37,6 +42,9 @@ STOP_WORDS = frozenset(
     while who whom why will with within without would you your yours yourself yourselves""".split()
 )
 
+# The shortest part a compound is split into (letters).
+MIN_PART = 3
+
 _PHRASE = re.compile(r'"([^"]+)"')
 _TOKEN = re.compile(r"[^\W_]+(\*?)")
 
@@ -50,10 +58,12 @@ class LexicalQuery:
     phrases: tuple[str, ...] = ()
     prefixes: tuple[str, ...] = ()
     dropped: dict[str, str] = field(default_factory=dict)
+    languages: tuple[str, ...] = ("en",)
 
     def explain(self) -> dict:
         return {
             "fts_query": self.match,
+            "languages": list(self.languages),
             "terms": list(self.terms),
             "phrases": list(self.phrases),
             "prefixes": list(self.prefixes),
@@ -119,16 +129,70 @@ class QueryTokenizer:
         return {t: count for t, count in counts.items() if count}
 
 
+def _single_letter(token: str) -> bool:
+    """A lone letter says nothing, but a lone digit or CJK character (a whole word) does."""
+    return len(token) == 1 and not token.isdigit() and not _CJK_WORD.match(token)
+
+
+def is_stop_word(word: str, languages: Sequence[str]) -> bool:
+    """A word that says nothing in any of `languages` (English's list lives here)."""
+    return any(
+        word.lower() in STOP_WORDS if lang == "en" else is_stop_word_in(word, lang)
+        for lang in languages
+    )
+
+
+def query_words(word: str, languages: Sequence[str]) -> list[str]:
+    """What to look for in the index for one word of a query read in `languages`: as written
+    for English (the index's porter tokenizer stems it), its Snowball stem in another
+    language, the character pairs of a CJK run; once each."""
+    return list(dict.fromkeys(t for lang in languages for t in word_terms(word, lang, query=True)))
+
+
+def split_compound(
+    word: str, language: str, tokenizer: QueryTokenizer
+) -> list[tuple[str, str, int]]:
+    """A compound as two words the index holds (`Speicherplatz`: speicher, platz), each as
+    (index term, form to search, blocks holding it); [] when no split has both. Of several
+    splits, the most even; Snowball's stemming of each part drops linking letters (-s-, -en-)."""
+    lower = word.lower()
+    splits = [(lower[:i], lower[i:]) for i in range(MIN_PART, len(lower) - MIN_PART + 1)]
+    if not splits or _CJK_WORD.search(lower):
+        return []
+    pieces = sorted({piece for split in splits for piece in split})
+    forms = [query_words(piece, (language,))[0] for piece in pieces]
+    stems = tokenizer.stems(" ".join(forms))
+    if len(stems) != len(pieces):
+        return []
+    found = dict(zip(pieces, zip(stems, forms, strict=True), strict=True))
+    freqs = tokenizer.doc_freqs(stems)
+    held = [
+        (head, tail)
+        for head, tail in splits
+        if freqs.get(found[head][0]) and freqs.get(found[tail][0])
+    ]
+    if not held:
+        return []
+    head, tail = max(held, key=lambda split: (min(map(len, split)), split))
+    return [(*found[part], freqs[found[part][0]]) for part in (head, tail)]
+
+
 def build_query(
     text: str,
     tokenizer: QueryTokenizer,
     total_blocks: int,
+    languages: Sequence[str] = ("en",),
 ) -> LexicalQuery:
+    """`languages`: what the query is read in (`language.query_languages`); English reads
+    every word as written."""
     dropped: dict[str, str] = {}
     phrases: list[str] = []
 
     def take_phrase(m: re.Match[str]) -> str:
         inner = m.group(1)
+        words = [w for t in _TOKEN.finditer(inner) for w in query_words(t.group(0), languages[:1])]
+        if words != [t.group(0) for t in _TOKEN.finditer(inner)]:  # analysed: its terms
+            inner = " ".join(words)
         if len(tokenizer.stems(inner)) > 1:
             phrases.append(" ".join(inner.split()))
             return " "
@@ -136,15 +200,20 @@ def build_query(
 
     rest = _PHRASE.sub(take_phrase, text).replace('"', " ")
 
-    raw_tokens = [(m.group(0).rstrip("*"), bool(m.group(1))) for m in _TOKEN.finditer(rest)]
-    stems = tokenizer.stems(" ".join(token for token, _ in raw_tokens))
+    # (what the index is asked for, as the user wrote it, prefix?)
+    raw_tokens = [
+        (form, m.group(0).rstrip("*"), bool(m.group(1)))
+        for m in _TOKEN.finditer(rest)
+        for form in ([m.group(0).rstrip("*")] if m.group(1) else query_words(m.group(0), languages))
+    ]
+    stems = tokenizer.stems(" ".join(form for form, _, _ in raw_tokens))
     if len(stems) != len(raw_tokens):  # tokenizer disagreement: trust the index's terms
-        raw_tokens = [(stem, False) for stem in stems]
+        raw_tokens = [(stem, stem, False) for stem in stems]
 
     prefixes: list[str] = []
-    candidates: list[tuple[str, str]] = []  # (stem, raw token)
+    candidates: list[tuple[str, str, str]] = []  # (stem, form, as written)
     seen: set[str] = set()
-    for (token, is_prefix), stem in zip(raw_tokens, stems, strict=False):
+    for (form, token, is_prefix), stem in zip(raw_tokens, stems, strict=False):
         if is_prefix and len(token) >= 2:
             if token.lower() not in prefixes:
                 prefixes.append(token.lower())
@@ -152,30 +221,39 @@ def build_query(
         if stem in seen:
             continue
         seen.add(stem)
-        if token.lower() in STOP_WORDS or (len(token) == 1 and not token.isdigit()):
+        if is_stop_word(token, languages) or _single_letter(token):
             dropped[token.lower()] = "stop-word"
             continue
-        candidates.append((stem, token))
+        candidates.append((stem, form, token))
 
-    freqs = tokenizer.doc_freqs([stem for stem, _ in candidates])
-    present = [(stem, token) for stem, token in candidates if freqs.get(stem, 0) > 0]
-    for stem, token in candidates:
-        if freqs.get(stem, 0) == 0:
+    freqs = tokenizer.doc_freqs([stem for stem, _, _ in candidates])
+    if languages[0] != "en":  # a word the index lacks may join two it holds
+        for stem, _, token in list(candidates):
+            if freqs.get(stem, 0) == 0:
+                for part_stem, part_form, count in split_compound(token, languages[0], tokenizer):
+                    if part_stem not in seen:
+                        seen.add(part_stem)
+                        candidates.append((part_stem, part_form, token))
+                        freqs[part_stem] = count
+    present = [c for c in candidates if freqs.get(c[0], 0) > 0]
+    found = {token.lower() for _, _, token in present}
+    for _, _, token in candidates:
+        if token.lower() not in found:
             dropped[token.lower()] = "not in the index"
-    present.sort(key=lambda st: (freqs[st[0]], st[0]))
-    for _, token in present[MAX_TERMS:]:
+    present.sort(key=lambda c: (freqs[c[0]], c[0]))
+    for _, _, token in present[MAX_TERMS:]:
         dropped[token.lower()] = "query too long"
-    rare: list[tuple[str, str]] = []
+    rare: list[tuple[str, str, str]] = []
     postings = 0
-    for stem, token in present[:MAX_TERMS]:
+    for stem, form, token in present[:MAX_TERMS]:
         common = freqs[stem] > COMMON_TERM_SHARE * total_blocks
         if common and rare and postings + freqs[stem] > POSTINGS_BUDGET:
             dropped[token.lower()] = f"too common ({freqs[stem]} of {total_blocks} blocks)"
             continue
-        rare.append((stem, token))
+        rare.append((stem, form, token))
         postings += freqs[stem]
 
-    clauses = [_quote(token) for _, token in rare]
+    clauses = [_quote(form) for _, form, _ in rare]
     clauses += [f"{_quote(p)}*" for p in prefixes]
     phrase_clauses = [_quote(p) for p in phrases]
     if phrase_clauses and clauses:
@@ -189,25 +267,36 @@ def build_query(
         match = None
     return LexicalQuery(
         match=match,
-        terms=tuple(stem for stem, _ in rare),
+        terms=tuple(stem for stem, _, _ in rare),
+        languages=tuple(languages),
         phrases=tuple(phrases),
         prefixes=tuple(prefixes),
         dropped=dropped,
     )
 
 
-def key_terms(text: str, tokenizer: QueryTokenizer, total_blocks: int, limit: int) -> list[str]:
-    """The words that say what a longer text (a note) is about, best first: its terms by
-    tf·idf over the index, as the text wrote them; stop-words and terms no other block holds
-    (they find nothing but the text itself) left out."""
-    raw = [m.group(0).rstrip("*") for m in _TOKEN.finditer(text)]
-    stems = tokenizer.stems(" ".join(raw))
+def key_terms(
+    text: str,
+    tokenizer: QueryTokenizer,
+    total_blocks: int,
+    limit: int,
+    language: str = "en",
+) -> list[str]:
+    """The words that say what a longer text (a note in `language`) is about, best first:
+    its terms by tf·idf over the index, as the text wrote them; stop-words and terms no other
+    block holds (they find nothing but the text itself) left out."""
+    raw = [
+        (form, m.group(0).rstrip("*"))
+        for m in _TOKEN.finditer(text)
+        for form in query_words(m.group(0).rstrip("*"), (language,))
+    ]
+    stems = tokenizer.stems(" ".join(form for form, _ in raw))
     if len(stems) != len(raw):
-        raw = stems
+        raw = [(stem, stem) for stem in stems]
     counts: dict[str, int] = {}
     written: dict[str, str] = {}
-    for token, stem in zip(raw, stems, strict=False):
-        if token.lower() in STOP_WORDS or len(token) < 2:
+    for (_, token), stem in zip(raw, stems, strict=False):
+        if is_stop_word(token, (language,)) or len(token) < 2:
             continue
         counts[stem] = counts.get(stem, 0) + 1
         written.setdefault(stem, token)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import IndexCorrupt, IndexLocked
 from . import migrations
+from .language import analyse
 
 _PRAGMAS = (
     "PRAGMA journal_mode=WAL",
@@ -102,6 +103,8 @@ class IndexDatabase:
             )
             for pragma in _PRAGMAS:
                 conn.execute(pragma)
+            # The full-text index's text, analysed for its note's language, in SQL.
+            conn.create_function("vx_analyse", 2, analyse, deterministic=True)
             self._local.conn = conn
             with self._connections_lock:
                 self._connections.append(conn)

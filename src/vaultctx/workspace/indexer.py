@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from .db import IndexDatabase
 from .embeddings import Embedder
+from .language import ANALYSIS, note_language
 from .reader import NoteRead, NoteRows, ReadJob, auto_workers, embed_input, read_all
 from .scanner import VaultFile, scan_vault
 
@@ -28,6 +29,12 @@ Progress = Callable[[str, int, int], None]
 _WRITE_BATCH = 200
 _BULK_FILES = 1000  # from this many files to read, checkpoint once after text and links
 _EMBED_BATCH = 256
+# A note's language for the full-text index: the vault's `language` setting, or its own.
+_LANGUAGE = "COALESCE(:language, NULLIF(n.language, ''))"
+_FTS_VALUES = (
+    f"b.id, vx_analyse(b.title, {_LANGUAGE}), vx_analyse(b.heading_path, {_LANGUAGE}),"
+    f" vx_analyse(b.text, {_LANGUAGE}) FROM blocks b JOIN notes n ON n.id = b.note_id"
+)
 
 
 @dataclass
@@ -79,8 +86,12 @@ class Indexer:
         embedder: Embedder | None,
         progress: Progress | None = None,
         workers: int | None = None,
+        language: str | None = None,
     ) -> None:
+        """`language` is the vault's `language` setting: every note is read as written in
+        it; None reads each note's own."""
         self.root = root
+        self.language = language
         self.db = db
         self.chunk_tokens = chunk_tokens
         self.embedder = embedder
@@ -104,6 +115,7 @@ class Indexer:
             files = [f for f in files if f.path in only]
         report.files = len(scan.files)
         self.progress("scan", len(files), len(files))
+        analysed_again = self._analyse_index()
 
         conn = self.db.connect()
         known = {
@@ -162,7 +174,7 @@ class Indexer:
 
         # The text index is complete and usable now, before the (long) embedding starts: a
         # run killed while embedding leaves an index that answers with the vectors it has.
-        self._mark_indexed(changed=report.changed)
+        self._mark_indexed(changed=report.changed or analysed_again)
         if self.embedder is not None:
             self._embed(report)
             if report.embedded:
@@ -178,6 +190,37 @@ class Indexer:
                 generation = int(self.db.get_meta("generation", "0") or 0) + 1
                 IndexDatabase.set_meta(wconn, "generation", str(generation))
             IndexDatabase.set_meta(wconn, "last_indexed", f"{time.time():.3f}")
+
+    def _analyse_index(self) -> bool:
+        """Bring the full-text index to this analysis (`language.ANALYSIS`) and language
+        setting when it was built with others: every note's language is read from its indexed
+        text (no file is read), then every block is analysed again, in one transaction.
+        True when it ran."""
+        analysis = f"{ANALYSIS}; language {self.language or 'per note'}"
+        if self.db.get_meta("analysis") == analysis:
+            return False
+        with self.db.transaction() as conn:
+            if self.db.get_meta("analysis") is not None:  # read by an older detector
+                conn.execute("UPDATE notes SET language = NULL")
+            unread = conn.execute(
+                "SELECT id, title, (SELECT group_concat(text, char(10)) FROM"
+                " (SELECT text FROM blocks WHERE note_id = notes.id ORDER BY ordinal))"
+                " FROM notes WHERE language IS NULL"
+            ).fetchall()
+            conn.executemany(
+                "UPDATE notes SET language = ? WHERE id = ?",
+                [(note_language(title, [text or ""]), i) for i, title, text in unread],
+            )
+            conn.execute("INSERT INTO blocks_fts(blocks_fts) VALUES ('delete-all')")
+            conn.execute(
+                f"INSERT INTO blocks_fts(rowid, title, heading_path, text) SELECT {_FTS_VALUES}",
+                {"language": self.language},
+            )
+            IndexDatabase.set_meta(conn, "analysis", analysis)
+        return bool(unread) or self._has_blocks()
+
+    def _has_blocks(self) -> bool:
+        return self.db.connect().execute("SELECT 1 FROM blocks LIMIT 1").fetchone() is not None
 
     # --- reading -------------------------------------------------------------------------
 
@@ -219,7 +262,7 @@ class Indexer:
             for path in deleted:
                 row = conn.execute("SELECT id FROM notes WHERE path = ?", (path,)).fetchone()
                 if row:
-                    _delete_blocks(conn, row[0])
+                    _delete_blocks(conn, row[0], self.language)
                     conn.execute("DELETE FROM notes WHERE id = ?", (row[0],))
             conn.executemany(
                 "UPDATE notes SET mtime_ns = ?, size = ? WHERE id = ?",
@@ -253,8 +296,8 @@ class Indexer:
             rows.insert(conn)
             conn.execute(
                 "INSERT INTO blocks_fts(rowid, title, heading_path, text)"
-                " SELECT id, title, heading_path, text FROM blocks WHERE id > ?",
-                (last_block_id,),
+                f" SELECT {_FTS_VALUES} WHERE b.id > :first",
+                {"language": self.language, "first": last_block_id},
             )
             if pending or deleted:
                 IndexDatabase.set_meta(conn, "links_dirty", "1")
@@ -271,21 +314,23 @@ class Indexer:
             item.rows.frontmatter,
             json.dumps(item.problems, ensure_ascii=False),
             now,
+            item.rows.language,
         )
         if item.note_id is None:
             note_id = conn.execute(
                 "INSERT INTO notes(path, title, mtime_ns, size, content_hash, frontmatter,"
-                " problems, indexed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " problems, indexed_at, language) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 values,
             ).lastrowid
             assert note_id is not None
             return note_id
+        # Its blocks leave the full-text index as they were analysed: in its old language.
+        _delete_blocks(conn, item.note_id, self.language)
         conn.execute(
             "UPDATE notes SET path = ?, title = ?, mtime_ns = ?, size = ?, content_hash = ?,"
-            " frontmatter = ?, problems = ?, indexed_at = ? WHERE id = ?",
+            " frontmatter = ?, problems = ?, indexed_at = ?, language = ? WHERE id = ?",
             (*values, item.note_id),
         )
-        _delete_blocks(conn, item.note_id)
         for table in ("links", "tags", "aliases"):
             column = "source_id" if table == "links" else "note_id"
             conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (item.note_id,))
@@ -410,12 +455,13 @@ class _BatchRows:
         )
 
 
-def _delete_blocks(conn: sqlite3.Connection, note_id: int) -> None:
-    """Remove a note's blocks and their full-text entries (blocks_fts has no triggers)."""
+def _delete_blocks(conn: sqlite3.Connection, note_id: int, language: str | None) -> None:
+    """Remove a note's blocks and their full-text entries (blocks_fts has no triggers): the
+    entries are removed by the same analysed values they were added with."""
     conn.execute(
         "INSERT INTO blocks_fts(blocks_fts, rowid, title, heading_path, text)"
-        " SELECT 'delete', id, title, heading_path, text FROM blocks WHERE note_id = ?",
-        (note_id,),
+        f" SELECT 'delete', {_FTS_VALUES} WHERE b.note_id = :note",
+        {"language": language, "note": note_id},
     )
     conn.execute("DELETE FROM blocks WHERE note_id = ?", (note_id,))
 

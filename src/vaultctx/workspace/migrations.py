@@ -169,6 +169,17 @@ def m007_links_with_code_or_extension_names() -> str:
     """
 
 
+def m008_note_languages() -> str:
+    """Each note carries the language it is written in (NULL: not read yet; '': too short
+    or unsure), and the full-text index holds text analysed for it (`language.py`): the
+    indexer reads the language of every note from the index and analyses the full-text index
+    again on its next run (no file is parsed again, no vector recomputed)."""
+    return """
+        ALTER TABLE notes ADD COLUMN language TEXT;
+        DELETE FROM meta WHERE key = 'analysis';
+    """
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial,
     m002_notes_mtime_index,
@@ -177,6 +188,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m005_aliases_searched,
     m006_meta_of_interrupted_runs,
     m007_links_with_code_or_extension_names,
+    m008_note_languages,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

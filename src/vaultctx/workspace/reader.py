@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..childproc import child_command, python_can_start, receive, send
+from .language import note_language
 from .parser import ParsedNote, parse_note
 
 PARALLEL_MIN_FILES = 400
@@ -54,6 +55,7 @@ class NoteRows:
     links: list[tuple]  # links(block_ordinal, target, kind, heading, block_ref, alias, line)
     tags: tuple[str, ...]
     aliases: tuple[str, ...]
+    language: str  # '' when it cannot be told (`language.note_language`)
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,7 @@ def note_rows(parsed: ParsedNote) -> NoteRows:
         ],
         tags=parsed.tags,
         aliases=parsed.aliases,
+        language=note_language(title, (block.text for block in parsed.blocks)),
     )
 
 

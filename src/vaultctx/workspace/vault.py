@@ -11,7 +11,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
@@ -21,6 +21,7 @@ from .db import IndexDatabase, WriterLock
 from .embeddings import Embedder
 from .graph import build_graph
 from .indexer import Indexer, IndexReport, Progress
+from .language import check_language
 from .watch import WATCH_ERROR_KEY, VaultWatcher
 
 if TYPE_CHECKING:
@@ -42,6 +43,9 @@ class IndexStatus:
     index_bytes: int
     last_indexed: str | None
     notes_with_problems: int
+    # Notes by the language they are read in: "" too short to tell, "unread" not yet indexed
+    # by a vaultctx that reads languages.
+    languages: dict[str, int] = field(default_factory=dict)
     watch_error: str | None = None  # the last failure of a watcher, until a run works again
     watch_error_at: str | None = None
 
@@ -84,6 +88,7 @@ class Vault:
         root = root.resolve()
         if not isinstance(config, Config):
             config = load_config(root, config)
+        check_language(config.language)
         if embedder is None:
             embedder = Embedder(config.embedding_model, backend=config.embedding_backend)
         db = IndexDatabase(index_dir(root, config) / "index.db")
@@ -112,6 +117,7 @@ class Vault:
                 embedder=self.embedder if do_embed else None,
                 progress=progress,
                 workers=self.config.index_workers,
+                language=self.config.language,
             )
             return indexer.run(paths)
 
@@ -157,6 +163,13 @@ class Vault:
             index_bytes=self.db.size_bytes(),
             last_indexed=_iso(float(last)) if last else None,
             notes_with_problems=count("SELECT count(*) FROM notes WHERE problems != '[]'"),
+            languages=dict(
+                conn.execute(
+                    "SELECT COALESCE(:setting, language, 'unread'), count(*) FROM notes"
+                    " GROUP BY 1 ORDER BY 2 DESC, 1",
+                    {"setting": self.config.language},
+                ).fetchall()
+            ),
             watch_error=watch_error.get("error"),
             watch_error_at=_iso(watch_error["at"]) if "at" in watch_error else None,
         )
