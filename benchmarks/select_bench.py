@@ -234,14 +234,17 @@ def main() -> int:
     figures: dict = {}
     for size in args.sizes:
         started = time.perf_counter()
-        command = [sys.executable, __file__, "--build-only", str(size), "--workdir", str(work)]
-        subprocess.run(command + (["--real-vectors"] if args.real_vectors else []), check=True)
+        codes = {name: args.baseline if name == "baseline" else None for name in names}
+        for name, code in codes.items():  # each indexes its own copy: schemas may differ
+            command = [sys.executable, __file__, "--build-only", str(size)]
+            command += ["--workdir", str(work / name)]
+            command += ["--real-vectors"] if args.real_vectors else []
+            subprocess.run(command, env=code_env(code), check=True)
         print(f"\nvault of {size:,} blocks ready in {time.perf_counter() - started:.1f} s")
         runs: dict[str, list[dict]] = {name: [] for name in names}
         for round_ in range(args.rounds):
             for name in names if round_ % 2 == 0 else names[::-1]:
-                code = args.baseline if name == "baseline" else None
-                runs[name].append(run_child(work, size, args.real_vectors, code))
+                runs[name].append(run_child(work / name, size, args.real_vectors, codes[name]))
         variants = {name: summarize(r) for name, r in runs.items()}
         report(size, variants)
         m = variants["current"]

@@ -7,13 +7,17 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import assert_full_text_matches_blocks, pretend_schema, query
 from vaultctx import ConfigError, Workspace
+from vaultctx.cli import cli
+from vaultctx.config import load_config
 from vaultctx.search.query import QueryTokenizer, build_query, is_stop_word
 from vaultctx.workspace.language import (
+    CJK_LANGUAGES,
     LANGUAGES,
     STEMMERS,
     analyse,
@@ -253,8 +257,21 @@ def test_the_language_setting_reads_every_note_in_it_and_a_change_analyses_again
 
 def test_a_language_vaultctx_does_not_read_is_a_config_error(make_vault):
     root = make_vault({"a.md": "# A\n"})
-    with pytest.raises(ConfigError, match="language 'xx'"):
+    with pytest.raises(ConfigError, match="language"):
         Workspace.open(root, {"language": "xx"})
+    assert {"en", *STEMMERS, *CJK_LANGUAGES} == LANGUAGES  # each is analysed one way
+
+
+def test_embedding_languages_are_set_as_a_list_from_the_cli_or_the_environment(
+    make_vault, monkeypatch
+):
+    root = make_vault({"a.md": "# A\n"})
+    result = CliRunner().invoke(cli, ["config", "embedding_languages", "en, de", "-V", str(root)])
+    assert result.exit_code == 0, result.output
+    assert load_config(root).embedding_languages == ("en", "de")
+    assert 'embedding_languages = ["en", "de"]' in (root / ".vaultctx/config.toml").read_text()
+    monkeypatch.setenv("VAULTCTX_EMBEDDING_LANGUAGES", "*")
+    assert load_config(root).embedding_languages == ("*",)
 
 
 def test_an_index_from_before_languages_were_read_is_analysed_without_parsing_again(

@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
 
@@ -22,10 +22,40 @@ CONFIG_FILENAME = "config.toml"
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
 
+Language = Literal[
+    "da",
+    "de",
+    "en",
+    "es",
+    "fi",
+    "fr",
+    "hu",
+    "it",
+    "ja",
+    "ko",
+    "nl",
+    "no",
+    "pt",
+    "ru",
+    "sv",
+    "tr",
+    "zh",
+]
+"""The languages vaultctx reads notes in (`workspace.language` says how)."""
+
+
 class Config(BaseModel):
     """Settings of one vault. Unknown keys in the file are an error, so typos surface."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("embedding_languages", mode="before")
+    @classmethod
+    def _languages_from_text(cls, value: Any) -> Any:
+        """`en,de` (an environment variable, `vaultctx config`) as a list."""
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
 
     embedding_model: str = Field(
         DEFAULT_EMBEDDING_MODEL,
@@ -43,12 +73,11 @@ class Config(BaseModel):
     )
     embedding_languages: tuple[str, ...] = Field(
         ("en",),
-        description="languages the embedding model reads well (ISO 639-1 codes, or '*' for a"
-        " multilingual model); in other languages its list counts for less in fusion",
+        description="languages the embedding model reads well (ISO 639-1 codes, comma"
+        " separated, or '*' for a multilingual model); in others its list counts for less",
     )
-    language: str | None = Field(
+    language: Language | None = Field(
         None,
-        pattern=r"^[a-z]{2}$",
         description="the language every note is written in (ISO 639-1 code, e.g. 'de');"
         " unset: read from each note",
     )
@@ -191,6 +220,8 @@ def save_config_values(vault: Path, updates: dict[str, Any]) -> Config:
 
 
 def _toml_value(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):

@@ -19,9 +19,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..workspace.language import CJK_RUN as _CJK_WORD
-from ..workspace.language import is_stop_word as is_stop_word_in
-from ..workspace.language import word_terms
+from ..workspace.language import CJK_RUN, in_stop_list, word_terms
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 # A term in at most this share of blocks is always kept; more common ones are kept while the
@@ -131,13 +129,13 @@ class QueryTokenizer:
 
 def _single_letter(token: str) -> bool:
     """A lone letter says nothing, but a lone digit or CJK character (a whole word) does."""
-    return len(token) == 1 and not token.isdigit() and not _CJK_WORD.match(token)
+    return len(token) == 1 and not token.isdigit() and not CJK_RUN.match(token)
 
 
 def is_stop_word(word: str, languages: Sequence[str]) -> bool:
     """A word that says nothing in any of `languages` (English's list lives here)."""
     return any(
-        word.lower() in STOP_WORDS if lang == "en" else is_stop_word_in(word, lang)
+        word.lower() in STOP_WORDS if lang == "en" else in_stop_list(word, lang)
         for lang in languages
     )
 
@@ -157,7 +155,7 @@ def split_compound(
     splits, the most even; Snowball's stemming of each part drops linking letters (-s-, -en-)."""
     lower = word.lower()
     splits = [(lower[:i], lower[i:]) for i in range(MIN_PART, len(lower) - MIN_PART + 1)]
-    if not splits or _CJK_WORD.search(lower):
+    if not splits or CJK_RUN.search(lower):
         return []
     pieces = sorted({piece for split in splits for piece in split})
     forms = [query_words(piece, (language,))[0] for piece in pieces]

@@ -28,10 +28,11 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from importlib import resources
+from typing import get_args
 
 import Stemmer
 
-from ..errors import ConfigError
+from ..config import Language
 
 # Snowball's stemmer for each language whose stop-words ship in stopwords.txt.
 STEMMERS = {
@@ -50,7 +51,7 @@ STEMMERS = {
     "tr": "turkish",
 }
 CJK_LANGUAGES = frozenset({"zh", "ja", "ko"})
-LANGUAGES = frozenset({"en", *STEMMERS, *CJK_LANGUAGES})
+LANGUAGES = frozenset(get_args(Language))
 """Languages a note can be given: detected, or set by the vault's `language` setting."""
 
 # The analysis and the detector: the indexer reads every note's language and analyses the
@@ -264,21 +265,12 @@ def fold(word: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
-def is_stop_word(word: str, language: str) -> bool:
+def in_stop_list(word: str, language: str) -> bool:
     """Whether `word` is one of Snowball's stop-words of `language`, with or without its
     diacritics (the query builder reads English with its own list)."""
     lower = word.lower()
     listed = _stop_lists().get(language, frozenset())
     return lower in listed or fold(lower) in listed
-
-
-def check_language(language: str | None) -> None:
-    """Refuse a `language` setting no analysis here knows."""
-    if language is not None and language not in LANGUAGES:
-        raise ConfigError(
-            f"language {language!r} is not one vaultctx reads; use one of"
-            f" {', '.join(sorted(LANGUAGES))}, or leave it unset to read each note's own"
-        )
 
 
 def vault_languages(conn: sqlite3.Connection, setting: str | None) -> tuple[str, ...]:

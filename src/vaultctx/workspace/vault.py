@@ -21,7 +21,6 @@ from .db import IndexDatabase, WriterLock
 from .embeddings import Embedder
 from .graph import build_graph
 from .indexer import Indexer, IndexReport, Progress
-from .language import check_language
 from .watch import WATCH_ERROR_KEY, VaultWatcher
 
 if TYPE_CHECKING:
@@ -88,7 +87,6 @@ class Vault:
         root = root.resolve()
         if not isinstance(config, Config):
             config = load_config(root, config)
-        check_language(config.language)
         if embedder is None:
             embedder = Embedder(config.embedding_model, backend=config.embedding_backend)
         db = IndexDatabase(index_dir(root, config) / "index.db")
