@@ -85,6 +85,13 @@ def test_a_note_too_short_to_tell_has_no_language():
         ("it", ["sincronizzare", "sincronizzazione"]),
         ("nl", ["notitie", "notities"]),
         ("pt", ["sincronizar", "sincronização"]),
+        ("sv", ["anteckning", "anteckningar"]),
+        ("da", ["enhed", "enheder"]),
+        ("no", ["notat", "notatene"]),
+        ("fi", ["muistiinpano", "muistiinpanot"]),
+        ("hu", ["jegyzet", "jegyzetek"]),
+        ("ru", ["заметка", "заметки"]),
+        ("tr", ["cihaz", "cihazlar"]),
     ],
 )
 def test_inflections_of_a_word_share_one_index_term(language, forms):
@@ -204,6 +211,16 @@ def test_a_mixed_vault_finds_each_note_in_its_own_language(make_vault):
     assert selection.explain["lexical"]["languages"] == ["es"]
     assert selection.notes()[0].path == "es/Plantillas.md"
     assert_full_text_matches_blocks(root / ".vaultctx" / "index.db")
+
+
+def test_related_notes_of_a_note_are_asked_for_in_its_language(make_vault):
+    root = make_vault({k: v for k, v in MIXED.items() if k.startswith(("es/", "de/"))})
+    with Workspace.open(root) as ws:
+        ws.index(embed=False)
+        related = ws.related("es/Plantillas.md", use_vectors=False, explain=True)
+    terms = related.diagnostics["related_terms"]
+    assert related.explain["lexical"]["languages"] == ["es"]
+    assert terms and not {"de", "la", "en", "del"} & {t.lower() for t in terms}
 
 
 def test_a_compound_the_vault_never_wrote_is_found_by_its_parts(make_vault):
