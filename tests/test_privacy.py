@@ -23,6 +23,7 @@ from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
 from agent_model import AgentModel, agent_model_fixture, call  # noqa: F401
+from conftest import query as index_rows
 from conftest import write_files
 from llm_server import LLMServer, Reply, ToolCallReply, llm_server_fixture  # noqa: F401
 from test_server import call as http_call
@@ -123,6 +124,19 @@ def test_select_and_reading_never_show_a_hidden_note(ws: Workspace) -> None:
     assert PUBLIC in ws.read_note("Orchard").content
     filtered = ws.select("orchard honey", filters={"path": "Private"}, use_vectors=False)
     assert filtered.candidates == []
+
+
+def test_how_a_query_is_read_never_tells_a_hidden_note_s_language(vault: Path) -> None:
+    (vault / "Private" / "notizen.md").write_text(
+        "# Geheime Notizen\n\nDie Bienen im Garten werden jeden Sommer von uns gezählt, und"
+        " der Honig wird im Herbst geerntet, wenn die Waben voll sind.\n"
+    )
+    with Workspace.open(vault, {"embed": False}) as workspace:
+        workspace.index()
+        languages = dict(index_rows(workspace.db.path, "SELECT path, language FROM notes"))
+        selection = workspace.select("honig", explain=True)
+    assert languages["Private/notizen.md"] == "de"
+    assert selection.explain["lexical"]["languages"] == ["en"]
 
 
 def test_the_open_note_never_lifts_what_it_links_to_when_that_is_hidden(ws: Workspace) -> None:

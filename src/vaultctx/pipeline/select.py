@@ -106,7 +106,7 @@ class Selector:
         self._sizes: tuple[str | None, int] | None = None
         self._dfs: tuple[str | None, dict[str, int]] = (None, {})
         self._hidden: tuple[str | None, Policy | None, frozenset[int]] = (None, None, frozenset())
-        self._languages: tuple[str | None, tuple[str, ...]] | None = None
+        self._languages: tuple[str | None, frozenset[int], tuple[str, ...]] | None = None
         self._query_vectors_lock = threading.Lock()  # selects run from many threads
 
     # --- plumbing ------------------------------------------------------------------------
@@ -160,13 +160,17 @@ class Selector:
             cached = self._hidden = (generation, policy, hidden)
         return cached[2]
 
-    def _vault_languages(self, conn: sqlite3.Connection, generation: str | None) -> tuple[str, ...]:
-        """The vault's languages (`language.vault_languages`), once per index generation."""
+    def _vault_languages(
+        self, conn: sqlite3.Connection, generation: str | None, hidden: frozenset[int]
+    ) -> tuple[str, ...]:
+        """The languages of the notes a client may read (`language.vault_languages`; a hidden
+        note's language must not show in how a query is read), once per index generation and
+        set of hidden notes."""
         cached = self._languages
-        if cached is None or cached[0] != generation:
-            cached = (generation, vault_languages(conn, self.ws.config.language))
-            self._languages = cached
-        return cached[1]
+        if cached is None or cached[0] != generation or cached[1] is not hidden:
+            languages = vault_languages(conn, self.ws.config.language, hidden)
+            cached = self._languages = (generation, hidden, languages)
+        return cached[2]
 
     def weights(self, languages: Sequence[str] = ("en",)) -> dict[str, float]:
         """Fusion weights for a query read in `languages` (the first is its own)."""
@@ -232,12 +236,12 @@ class Selector:
         conn = ws.db.connect()
         generation = ws.generation
         store_size = self._store_size(conn, generation)
-        if languages is None:
-            languages = query_languages(text, self._vault_languages(conn, generation))
-
         unreadable = self._hidden_notes(
             conn, generation, self.policy.current() if self.policy is not None else None
         )
+        if languages is None:
+            vault = self._vault_languages(conn, generation, unreadable)
+            languages = query_languages(text, vault)
         hidden = unreadable if open_note is None else unreadable | {open_note}
         allowed = allowed_notes(conn, filters) - hidden if filters.restricts_notes else None
         model = ws.db.get_meta("embedding_model")

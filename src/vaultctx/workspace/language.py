@@ -26,7 +26,7 @@ import sqlite3
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from importlib import resources
 from typing import get_args
 
@@ -273,14 +273,25 @@ def in_stop_list(word: str, language: str) -> bool:
     return lower in listed or fold(lower) in listed
 
 
-def vault_languages(conn: sqlite3.Connection, setting: str | None) -> tuple[str, ...]:
-    """The languages of a vault's notes, most notes first: its `language` setting, or every
-    language read from a note (a query too short to tell is read in each, so a French note
-    in an English vault is found by its French words); English when none."""
+def vault_languages(
+    conn: sqlite3.Connection, setting: str | None, hidden: Collection[int] = ()
+) -> tuple[str, ...]:
+    """The languages of a vault's notes (leaving out the `hidden` ones), most notes first:
+    its `language` setting, or every language read from a note (a query too short to tell
+    is read in each, so a French note in an English vault is found by its French words);
+    English when none."""
     if setting is not None:
         return (setting,)
-    rows = conn.execute(
-        "SELECT language FROM notes WHERE language != ''"
-        " GROUP BY language ORDER BY count(*) DESC, language"
-    )
-    return tuple(lang for (lang,) in rows) or ("en",)
+    if hidden:
+        rows = conn.execute("SELECT id, language FROM notes WHERE language != ''")
+        counts = Counter(language for note, language in rows if note not in hidden)
+    else:
+        counts = Counter(
+            dict(
+                conn.execute(
+                    "SELECT language, count(*) FROM notes WHERE language != '' GROUP BY language"
+                ).fetchall()
+            )
+        )
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return tuple(language for language, _ in ranked) or ("en",)
