@@ -198,15 +198,18 @@ def _stem(stemmer: Stemmer.Stemmer, word: str) -> str:
         seen.append(stem)
 
 
-def _cjk_terms(run: str) -> list[str]:
-    """A run's pairs, then its characters (after, so the pairs stay a phrase)."""
+def _cjk_terms(run: str, *, query: bool) -> list[str]:
+    """A run's pairs, then its characters (after, so the pairs stay a phrase); a query's
+    run looks for its pairs only, a single character for itself."""
     pairs = [run[i : i + 2] for i in range(len(run) - 1)]
-    return [*pairs, *run] if pairs else [run]
+    if not pairs:
+        return [run]
+    return pairs if query else [*pairs, *run]
 
 
 def word_terms(word: str, language: str | None, *, query: bool = False) -> list[str]:
-    """The index terms of one word (a run of letters and digits) in `language`. A query's
-    run of CJK characters looks for its pairs only (a single character for itself)."""
+    """The index terms of one word (a run of letters and digits) in `language`; `query`:
+    the terms a query looks for (`_cjk_terms`)."""
     if not CJK_RUN.search(word):
         if language in STEMMERS:
             return [_stem(_stemmer(language), unicodedata.normalize("NFC", word.lower()))]
@@ -217,9 +220,7 @@ def word_terms(word: str, language: str | None, *, query: bool = False) -> list[
     for match in CJK_RUN.finditer(word):
         if match.start() > last:
             terms += word_terms(word[last : match.start()], language)
-        run = match.group(0)
-        pairs = [run[i : i + 2] for i in range(len(run) - 1)]
-        terms += pairs if query and pairs else _cjk_terms(run)
+        terms += _cjk_terms(match.group(0), query=query)
         last = match.end()
     if last < len(word):
         terms += word_terms(word[last:], language)
