@@ -175,6 +175,24 @@ def split_compound(
     return [(*found[part], freqs[found[part][0]]) for part in (head, tail)]
 
 
+def _add_compound_parts(
+    candidates: list[tuple[str, str, str]],
+    freqs: dict[str, int],
+    seen: set[str],
+    language: str,
+    tokenizer: QueryTokenizer,
+) -> None:
+    """A word the index lacks may join two it holds: add those parts to `candidates` (as
+    (index term, form, the word as written)), their block counts to `freqs`."""
+    for stem, _, token in list(candidates):
+        if freqs.get(stem, 0) == 0:
+            for part_stem, part_form, count in split_compound(token, language, tokenizer):
+                if part_stem not in seen:
+                    seen.add(part_stem)
+                    candidates.append((part_stem, part_form, token))
+                    freqs[part_stem] = count
+
+
 def build_query(
     text: str,
     tokenizer: QueryTokenizer,
@@ -225,14 +243,8 @@ def build_query(
         candidates.append((stem, form, token))
 
     freqs = tokenizer.doc_freqs([stem for stem, _, _ in candidates])
-    if languages[0] != "en":  # a word the index lacks may join two it holds
-        for stem, _, token in list(candidates):
-            if freqs.get(stem, 0) == 0:
-                for part_stem, part_form, count in split_compound(token, languages[0], tokenizer):
-                    if part_stem not in seen:
-                        seen.add(part_stem)
-                        candidates.append((part_stem, part_form, token))
-                        freqs[part_stem] = count
+    if languages[0] != "en":
+        _add_compound_parts(candidates, freqs, seen, languages[0], tokenizer)
     present = [c for c in candidates if freqs.get(c[0], 0) > 0]
     found = {token.lower() for _, _, token in present}
     for _, _, token in candidates:
