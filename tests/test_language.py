@@ -317,6 +317,43 @@ def test_an_index_from_before_languages_were_read_is_analysed_without_parsing_ag
     assert_full_text_matches_blocks(db)
 
 
+def test_analysing_the_index_again_is_all_or_nothing(make_vault, monkeypatch):
+    """A run that dies while it analyses the index again (here: the analysis fails on the
+    fifth text) leaves the index as it was; the next run does the whole of it."""
+    root = make_vault({k: v for k, v in MIXED.items() if k.startswith(("es/", "en/"))})
+    db = root / ".vaultctx" / "index.db"
+    with Workspace.open(root) as ws:
+        ws.index(embed=False)
+    conn = sqlite3.connect(db)
+    with conn:  # as schema 7 left it
+        conn.execute("INSERT INTO blocks_fts(blocks_fts) VALUES ('delete-all')")
+        conn.execute(
+            "INSERT INTO blocks_fts(rowid, title, heading_path, text)"
+            " SELECT id, title, heading_path, text FROM blocks"
+        )
+        conn.execute("DELETE FROM meta WHERE key = 'analysis'")
+        pretend_schema(conn, 7)
+    conn.close()
+    calls = []
+
+    def failing(text, language):
+        calls.append(text)
+        if len(calls) == 5:
+            raise RuntimeError("killed")
+        return analyse(text, language)
+
+    monkeypatch.setattr("vaultctx.workspace.db.analyse", failing)
+    with Workspace.open(root) as ws, pytest.raises(sqlite3.OperationalError):
+        ws.index(embed=False)
+    assert query(db, "SELECT value FROM meta WHERE key = 'analysis'") == []
+    assert query(db, "SELECT count(*) FROM notes WHERE language IS NOT NULL") == [(0,)]
+    monkeypatch.undo()
+    with Workspace.open(root) as ws:
+        ws.index(embed=False)
+        assert notes_for(ws, "sincronizar")[0] == "es/Sincronización.md"
+    assert_full_text_matches_blocks(db)
+
+
 def test_select_trusts_the_vector_list_less_in_a_language_the_model_does_not_read(make_vault):
     root = make_vault({k: v for k, v in MIXED.items() if k.startswith("es/")})
     with Workspace.open(root) as ws:
