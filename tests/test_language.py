@@ -291,15 +291,12 @@ def test_embedding_languages_are_set_as_a_list_from_the_cli_or_the_environment(
     assert load_config(root).embedding_languages == ("*",)
 
 
-def test_an_index_from_before_languages_were_read_is_analysed_without_parsing_again(
-    make_vault,
-):
-    root = make_vault({k: v for k, v in MIXED.items() if not k.startswith("ja/")})
-    with Workspace.open(root) as ws:
-        ws.index(embed=False)
+def as_schema_7_left_it(root: Path) -> Path:
+    """Make the vault's index as schema 7 left it: every block indexed as written, no note's
+    language read; returns the index file."""
     db = root / ".vaultctx" / "index.db"
     conn = sqlite3.connect(db)
-    with conn:  # as schema 7 left it: every block indexed as written, no language
+    with conn:
         conn.execute("INSERT INTO blocks_fts(blocks_fts) VALUES ('delete-all')")
         conn.execute(
             "INSERT INTO blocks_fts(rowid, title, heading_path, text)"
@@ -308,6 +305,16 @@ def test_an_index_from_before_languages_were_read_is_analysed_without_parsing_ag
         conn.execute("DELETE FROM meta WHERE key = 'analysis'")
         pretend_schema(conn, 7)
     conn.close()
+    return db
+
+
+def test_an_index_from_before_languages_were_read_is_analysed_without_parsing_again(
+    make_vault,
+):
+    root = make_vault({k: v for k, v in MIXED.items() if not k.startswith("ja/")})
+    with Workspace.open(root) as ws:
+        ws.index(embed=False)
+    db = as_schema_7_left_it(root)
     with Workspace.open(root) as ws:
         report = ws.index(embed=False)
         assert (report.updated, report.added) == (0, 0)
@@ -321,19 +328,9 @@ def test_analysing_the_index_again_is_all_or_nothing(make_vault, monkeypatch):
     """A run that dies while it analyses the index again (here: the analysis fails on the
     fifth text) leaves the index as it was; the next run does the whole of it."""
     root = make_vault({k: v for k, v in MIXED.items() if k.startswith(("es/", "en/"))})
-    db = root / ".vaultctx" / "index.db"
     with Workspace.open(root) as ws:
         ws.index(embed=False)
-    conn = sqlite3.connect(db)
-    with conn:  # as schema 7 left it
-        conn.execute("INSERT INTO blocks_fts(blocks_fts) VALUES ('delete-all')")
-        conn.execute(
-            "INSERT INTO blocks_fts(rowid, title, heading_path, text)"
-            " SELECT id, title, heading_path, text FROM blocks"
-        )
-        conn.execute("DELETE FROM meta WHERE key = 'analysis'")
-        pretend_schema(conn, 7)
-    conn.close()
+    db = as_schema_7_left_it(root)
     calls = []
 
     def failing(text, language):
