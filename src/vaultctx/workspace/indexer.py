@@ -197,10 +197,11 @@ class Indexer:
         text (no file is read), then every block is analysed again, in one transaction.
         True when it ran."""
         analysis = f"{ANALYSIS}; language {self.language or 'per note'}"
-        if self.db.get_meta("analysis") == analysis:
+        previous = self.db.get_meta("analysis")  # this run holds the writer lock
+        if previous == analysis:
             return False
         with self.db.transaction() as conn:
-            if self.db.get_meta("analysis") is not None:  # read by an older detector
+            if previous is not None:  # read by an older detector
                 conn.execute("UPDATE notes SET language = NULL")
             unread = conn.execute(
                 "SELECT id, title, (SELECT group_concat(text, char(10)) FROM"
