@@ -96,7 +96,7 @@ def one_dataset(args: argparse.Namespace, embedder) -> int:
 
 
 def compare_paths(args: argparse.Namespace) -> int:
-    from vaultctx.workspace.embeddings import Embedder
+    from vaultctx.storage.embeddings import Embedder
 
     dataset = Path(args.dataset)
     fused: dict[str, dict] = {}
@@ -177,7 +177,7 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", help="with --suite: datasets whose name has one")
     args = parser.parse_args()
 
-    from vaultctx.workspace.embeddings import Embedder
+    from vaultctx.storage.embeddings import Embedder
 
     if args.compare:
         return compare_paths(args)

@@ -28,8 +28,8 @@ from synthvault import edit_note, generate_vault
 offline_env()
 
 from vaultctx import Embedder, Workspace  # noqa: E402
-from vaultctx.workspace.blocks import estimate_tokens  # noqa: E402
-from vaultctx.workspace.reader import auto_workers, embed_input  # noqa: E402
+from vaultctx.storage.blocks import estimate_tokens  # noqa: E402
+from vaultctx.storage.reader import auto_workers, embed_input  # noqa: E402
 
 TYPICAL = (1, 3)  # sections per note: ~4 KB, the mean note of the real vaults in shared/data
 LONG = (2, 6)  # documentation-sized pages of ~6 KB

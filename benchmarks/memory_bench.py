@@ -26,8 +26,8 @@ offline_env()
 
 from vaultctx.memory import AgentMemoryFacade, MemoryKind, Tier  # noqa: E402
 from vaultctx.memory import extract as ex  # noqa: E402
-from vaultctx.memory.upsert import MemoryDraft  # noqa: E402
-from vaultctx.workspace.embeddings import Embedder  # noqa: E402
+from vaultctx.memory.merging import MemoryDraft  # noqa: E402
+from vaultctx.storage.embeddings import Embedder  # noqa: E402
 
 CACHE = Path("/tmp/vaultctx-bench/memory")
 LOAD_TARGET_MS = 20.0  # the query embedded inside the timing

@@ -52,9 +52,18 @@ offline_env()
 
 import memory_data as md  # noqa: E402
 from vaultctx import Workspace  # noqa: E402
-from vaultctx.memory import Memory, derive, extract, facade, models, places, store, upsert  # noqa: E402
-from vaultctx.memory import writing as memory_writing  # noqa: E402
-from vaultctx.workspace.embeddings import Embedder  # noqa: E402
+from vaultctx.memory import (  # noqa: E402
+    Memory,
+    derive,
+    extract,
+    merging,
+    models,
+    places,
+    service,
+    store,
+    writes,
+)
+from vaultctx.storage.embeddings import Embedder  # noqa: E402
 
 CACHE = Path(tempfile.gettempdir()) / "vaultctx-bench" / "memory-eval"
 DOORS = ("public", "chat")
@@ -119,9 +128,9 @@ ASK = {"public": search, "chat": retrieve}
 
 def settings_hash(embed: bool, llm_model: str | None) -> str:
     """Everything that changes what gets written: the write path's code and the settings."""
-    code: list = [extract, derive, memory_writing, models, upsert, places.MemoryPlaces]
+    code: list = [extract, derive, writes, models, merging, places.MemoryPlaces]
     code += [store.MemoryRepository.latest_turns]
-    code += [facade.AgentMemoryFacade.add, facade.AgentMemoryFacade.persist_turn]
+    code += [service.AgentMemoryFacade.add, service.AgentMemoryFacade.persist_turn]
     code += [add_turns, persist_turns]
     parts = [inspect.getsource(c) for c in code] + [str(embed), str(llm_model)]
     return hashlib.blake2b("\n".join(parts).encode(), digest_size=6).hexdigest()

@@ -49,7 +49,11 @@ PARTS = ("lexical", "vector", "graph")
 
 def build(root: Path, blocks: int, real_vectors: bool) -> None:
     from vaultctx import Embedder, Workspace
-    from vaultctx.workspace.db import IndexDatabase
+
+    try:
+        from vaultctx.storage.db import IndexDatabase
+    except ModuleNotFoundError:  # a baseline from before the storage layer was `storage/`
+        from vaultctx.workspace.db import IndexDatabase  # type: ignore[no-redef]
 
     embedder = Embedder()
     if not root.exists():

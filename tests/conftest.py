@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, settings
 
 from vaultctx import Embedder, EmbeddingUnavailable
 from vaultctx.search.query import FTS_TOKENIZER
-from vaultctx.workspace.language import analyse
+from vaultctx.storage.language import analyse
 
 # Shared CI machines are slow and uneven: property tests judge correctness, never speed.
 settings.register_profile(
@@ -201,8 +201,8 @@ def live_processes(marker: str, *, parent: int | None = None) -> list[int]:
 
 
 def reader_workers() -> list[int]:
-    """Pids of live `vaultctx.workspace.reader` worker processes."""
-    return live_processes("vaultctx.workspace.reader")
+    """Pids of live `vaultctx.storage.reader` worker processes."""
+    return live_processes("vaultctx.storage.reader")
 
 
 def agent_children() -> list[int]:
@@ -271,7 +271,7 @@ def make_vault(tmp_path: Path) -> Callable[..., Path]:
 @pytest.fixture(scope="session")
 def embedder(model_cache: Path) -> Iterator[object]:
     """One loaded embedding model shared by every slow test."""
-    from vaultctx.workspace.embeddings import Embedder
+    from vaultctx.storage.embeddings import Embedder
 
     model = Embedder()
     model.encode(["warm up"])  # load now, so a broken model fails here, not mid-test

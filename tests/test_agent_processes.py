@@ -17,7 +17,7 @@ from agent_model import AgentModel, agent_model_fixture, call, open_agent_worksp
 from conftest import agent_children, hash_tree, write_files
 from llm_server import LLMServer, Reply, Request, ToolCallReply, llm_server_fixture  # noqa: F401
 from vaultctx.agent import load_session
-from vaultctx.agent.handlers import HANDLERS
+from vaultctx.agent.tool_handlers import HANDLERS
 from vaultctx.agent.tools import VAULT_TOOLS_BY_NAME
 from vaultctx.prompts import tool_result_text
 

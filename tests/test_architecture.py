@@ -10,13 +10,13 @@ from pathlib import Path
 
 from conftest import REPO_ROOT
 from vaultctx import Workspace
-from vaultctx.workspace import Vault
+from vaultctx.storage import Vault
 
-ABOVE_STORAGE = ("pipeline", "memory", "agent", "llm", "facade", "server", "cli", "mcp_server")
+ABOVE_STORAGE = ("pipeline", "memory", "agent", "llm", "workspace", "server", "cli", "mcp_server")
 
 STORAGE_ONLY = """
 import json, sys
-from vaultctx.workspace import Vault
+from vaultctx.storage import Vault
 with Vault.open(sys.argv[1]) as vault:
     report = vault.index(embed=False)
     path = vault.touch("Varroa Mites")
@@ -44,7 +44,7 @@ def test_the_vault_indexes_and_answers_without_loading_any_layer_above_it(
 
 
 def test_the_public_workspace_is_the_facade_over_a_vault(example_vault: Path) -> None:
-    assert issubclass(Workspace, Vault) and Workspace.__module__ == "vaultctx.facade"
+    assert issubclass(Workspace, Vault) and Workspace.__module__ == "vaultctx.workspace"
     with Workspace.open(example_vault) as ws:
         ws.index(embed=False)
         assert repr(ws) == f"Workspace({str(example_vault.resolve())!r})"

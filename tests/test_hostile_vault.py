@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from conftest import REPO_ROOT, query
 from vaultctx import Workspace
 from vaultctx.cli import cli
-from vaultctx.workspace.parser import parse_note
-from vaultctx.workspace.scanner import is_utf8, printable
+from vaultctx.storage.parser import parse_note
+from vaultctx.storage.scanner import is_utf8, printable
 
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 from synthvault import BILLION_LAUGHS, HostileFile, hostile_files, write_hostile_files
@@ -183,7 +183,7 @@ def test_the_watcher_survives_hostile_files_and_names_and_indexes_later_saves(tm
 def test_a_failing_run_is_logged_and_in_status_and_the_watcher_goes_on(
     tmp_path, monkeypatch, caplog
 ):
-    from vaultctx.workspace import indexer
+    from vaultctx.storage import indexer
 
     root = write_vault(tmp_path / "vault", ORDINARY)
     real_run = indexer.Indexer.run

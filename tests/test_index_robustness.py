@@ -37,8 +37,8 @@ from vaultctx import (
     VaultNotFound,
     Workspace,
 )
-from vaultctx.workspace.blocks import estimate_tokens
-from vaultctx.workspace.db import IndexDatabase, WriterLock
+from vaultctx.storage.blocks import estimate_tokens
+from vaultctx.storage.db import IndexDatabase, WriterLock
 
 
 def index(root: Path, **config):
@@ -133,7 +133,7 @@ class _Died(BaseException):
 def test_a_run_that_dies_midway_is_completed_by_the_next_run(
     example_vault, tmp_path, dies_in, after_calls
 ):
-    from vaultctx.workspace import indexer as indexer_module
+    from vaultctx.storage import indexer as indexer_module
 
     real = getattr(indexer_module.Indexer, dies_in)
     calls = []
@@ -189,7 +189,7 @@ class _DyingEmbedder(FakeEmbedder):
 def test_a_run_killed_while_embedding_leaves_vectors_that_status_counts_and_select_uses(
     tmp_path, monkeypatch
 ):
-    from vaultctx.workspace import indexer as indexer_module
+    from vaultctx.storage import indexer as indexer_module
 
     vault = generated_vault(tmp_path / "vault", 40)
     monkeypatch.setattr(indexer_module, "_EMBED_BATCH", 16)
@@ -399,7 +399,7 @@ def test_a_lock_held_by_another_process_raises_index_locked(example_vault, tmp_p
             sys.executable,
             "-c",
             "import sys, time, pathlib\n"
-            "from vaultctx.workspace.db import WriterLock\n"
+            "from vaultctx.storage.db import WriterLock\n"
             "with WriterLock(pathlib.Path(sys.argv[1])):\n"
             "    pathlib.Path(sys.argv[2]).touch()\n"
             "    time.sleep(60)\n",

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import assert_full_text_matches_blocks, generated_vault, reader_workers, snapshot
 from vaultctx import Workspace
-from vaultctx.workspace import reader
+from vaultctx.storage import reader
 
 NOTES = reader.PARALLEL_MIN_FILES + 250  # enough files for the workers to be used
 
@@ -98,7 +98,7 @@ WORKERS_THAT_FAIL = {
     "dies midway": [
         sys.executable,
         "-c",
-        "from vaultctx.workspace import reader; from vaultctx.childproc import receive, send;"
+        "from vaultctx.storage import reader; from vaultctx.childproc import receive, send;"
         " import sys; index, jobs = receive(sys.stdin.buffer);"
         " send(sys.stdout.buffer, (index, reader.read_notes(jobs, 200))); sys.exit(3)",
     ],

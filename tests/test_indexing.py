@@ -16,9 +16,9 @@ import pytest
 
 from conftest import FakeEmbedder, assert_full_text_matches_blocks, pretend_schema, query
 from vaultctx import IndexCorrupt, Workspace
-from vaultctx.workspace import migrations
-from vaultctx.workspace import reader as reader_module
-from vaultctx.workspace.blocks import estimate_tokens
+from vaultctx.storage import migrations
+from vaultctx.storage import reader as reader_module
+from vaultctx.storage.blocks import estimate_tokens
 
 
 def index(root: Path, **config) -> object:

@@ -16,7 +16,7 @@ from vaultctx import ConfigError, Workspace
 from vaultctx.cli import cli
 from vaultctx.config import load_config
 from vaultctx.search.query import QueryTokenizer, build_query, is_stop_word
-from vaultctx.workspace.language import (
+from vaultctx.storage.language import (
     CJK_LANGUAGES,
     LANGUAGES,
     STEMMERS,
@@ -339,7 +339,7 @@ def test_analysing_the_index_again_is_all_or_nothing(make_vault, monkeypatch):
             raise RuntimeError("killed")
         return analyse(text, language)
 
-    monkeypatch.setattr("vaultctx.workspace.db.analyse", failing)
+    monkeypatch.setattr("vaultctx.storage.db.analyse", failing)
     with Workspace.open(root) as ws, pytest.raises(sqlite3.OperationalError):
         ws.index(embed=False)
     assert query(db, "SELECT value FROM meta WHERE key = 'analysis'") == []

@@ -110,7 +110,7 @@ def test_a_conversation_memory_without_scope_is_one_clear_error(vault):
 
 @pytest.fixture(scope="module")
 def model():
-    from vaultctx.workspace.embeddings import Embedder
+    from vaultctx.storage.embeddings import Embedder
 
     embedder = Embedder()
     embedder.encode(["warm up"])

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from vaultctx.workspace.blocks import estimate_tokens
-from vaultctx.workspace.links import Link
-from vaultctx.workspace.parser import parse_note
+from vaultctx.storage.blocks import estimate_tokens
+from vaultctx.storage.links import Link
+from vaultctx.storage.parser import parse_note
 
 
 def parse(text: str, title: str = "Note", **kw):

@@ -7,8 +7,8 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vaultctx.workspace.blocks import estimate_tokens
-from vaultctx.workspace.parser import parse_note
+from vaultctx.storage.blocks import estimate_tokens
+from vaultctx.storage.parser import parse_note
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

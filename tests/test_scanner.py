@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vaultctx.workspace.scanner import excluded, load_ignore_spec, scan_vault
+from vaultctx.storage.scanner import excluded, load_ignore_spec, scan_vault
 
 
 def note_paths(root: Path) -> list[str]:

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from vaultctx import EmbeddingUnavailable, InvalidQuery, Workspace
 from vaultctx.cli import cli
-from vaultctx.workspace.embeddings import Embedder
+from vaultctx.storage.embeddings import Embedder
 
 
 class HashEmbedder(Embedder):

@@ -14,7 +14,7 @@ from test_select import NOTES, HashEmbedder
 from test_server import call
 from vaultctx import Workspace
 from vaultctx.server.run import LocalServer
-from vaultctx.workspace.embeddings import Embedder
+from vaultctx.storage.embeddings import Embedder
 
 
 class HashEncoder:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from vaultctx import VaultctxError, Workspace
-from vaultctx.workspace.watch import VaultWatcher
+from vaultctx.storage.watch import VaultWatcher
 
 NOTES = {
     "Hives/Varroa.md": "# Varroa\n\nVarroa mites weaken the colony.\n",

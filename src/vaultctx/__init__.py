@@ -31,20 +31,20 @@ from .errors import (
 if TYPE_CHECKING:
     from .agent import TurnResult
     from .config import Config
-    from .facade import Workspace
     from .llm import LLMSettings
     from .pipeline.context import ContextItem, SessionContext
     from .pipeline.models import Candidate, Filters, Selection
-    from .workspace import Embedder, IndexReport, IndexStatus
+    from .storage import Embedder, IndexReport, IndexStatus
+    from .workspace import Workspace
 
 # Exports that pull in pydantic or numpy load on first use (PEP 562), so `import vaultctx`
 # and the CLI's server client start fast. Add heavy exports here, not as imports above.
 _LAZY = {
     "Config": ".config",
-    "Embedder": ".workspace",
-    "IndexReport": ".workspace",
-    "IndexStatus": ".workspace",
-    "Workspace": ".facade",
+    "Embedder": ".storage",
+    "IndexReport": ".storage",
+    "IndexStatus": ".storage",
+    "Workspace": ".workspace",
     "LLMSettings": ".llm",
     "Candidate": ".pipeline.models",
     "Filters": ".pipeline.models",

@@ -3,7 +3,7 @@
 Not multiprocessing: its spawn re-runs the caller's `__main__` script in each child, and
 fork is unsafe in a threaded app (the server, the file watcher). A fresh interpreter that
 imports only the module it serves from starts in a known state from any parent. Parse
-workers (`workspace.reader`) and agent delegations (`agent.child`) both start this way.
+workers (`storage.reader`) and agent delegations (`agent.child`) both start this way.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ Language = Literal[
     "tr",
     "zh",
 ]
-"""The languages vaultctx reads notes in (`workspace.language` says how)."""
+"""The languages vaultctx reads notes in (`storage.language` says how)."""
 
 
 class Config(BaseModel):

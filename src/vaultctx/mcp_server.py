@@ -20,7 +20,7 @@ from pydantic import Field
 
 from ._version import __version__
 from .errors import VaultctxError
-from .facade import Filters, Workspace
+from .workspace import Filters, Workspace
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False

@@ -15,7 +15,13 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .compaction import Compaction, history_from_rows
-    from .handler import (
+    from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model, split_model
+    from .registers import ContentProvider, ContextClass, Register, ToolCallRecord
+    from .session import SessionLog, SessionSummary, read_rows
+    from .skills import Skill, SkillCatalog, SkillInput, SkillRun, discover, find_skill
+    from .tools import VAULT_TOOLS, Tool
+    from .trace import CompletionTrace, CompletionTraceStep
+    from .turns import (
         AgentRequestHandler,
         TurnResult,
         cited_notes,
@@ -23,22 +29,16 @@ if TYPE_CHECKING:
         load_session,
         sessions_dir,
     )
-    from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model, split_model
-    from .registers import ContentProvider, ContextClass, Register, ToolCallRecord
-    from .session import SessionLog, SessionSummary, read_rows
-    from .skills import Skill, SkillCatalog, SkillInput, SkillRun, discover, find_skill
-    from .tools import VAULT_TOOLS, Tool
-    from .trace import CompletionTrace, CompletionTraceStep
 
 _LAZY = {
     "Compaction": ".compaction",
     "history_from_rows": ".compaction",
-    "AgentRequestHandler": ".handler",
-    "TurnResult": ".handler",
-    "cited_notes": ".handler",
-    "list_sessions": ".handler",
-    "load_session": ".handler",
-    "sessions_dir": ".handler",
+    "AgentRequestHandler": ".turns",
+    "TurnResult": ".turns",
+    "cited_notes": ".turns",
+    "list_sessions": ".turns",
+    "load_session": ".turns",
+    "sessions_dir": ".turns",
     "TurnPreparation": ".prepare",
     "TurnPreparer": ".prepare",
     "resolve_provider_model": ".prepare",

@@ -25,10 +25,11 @@ from typing import Any, BinaryIO
 from ..childproc import receive, send
 from ..llm.client import Completion
 from ..permissions.capability import Capability
+from ..storage.notefile import read_note_file
 from .jobs import Job, perform
+from .protocols import Admission
 from .registers import ToolCallRecord
 from .trace import CompletionTrace
-from .vault import Admission, read_note_text
 
 REQUESTS = frozenset(
     {
@@ -75,7 +76,7 @@ class ParentLink:
         return self._request("tagged", tag)
 
     def read(self, path: str) -> str:
-        return read_note_text(self.root, path)
+        return read_note_file(self.root, path).content
 
     def create(self, path: str, text: str) -> bool:
         return self._request("create", path, text)

@@ -17,11 +17,11 @@ from ..errors import LLMTimeout
 from ..llm import Completion, LLMSettings, complete
 from ..permissions import Capability, PermissionGuard, vault_relative
 from .jobs import DelegationTimeout
+from .protocols import Admission, IndexedVault
 from .registers import ToolCallRecord
 from .requests import TurnObserver
 from .tools import admit, require_memory_write, require_write
 from .trace import CompletionTrace
-from .vault import Admission, IndexedVault
 
 
 class DelegationHost:

@@ -18,10 +18,10 @@ from typing import Any, Protocol
 
 from ..errors import VaultctxError
 from ..llm.client import ToolCall
-from .handlers import ToolContext, execute
+from .protocols import Guard, VaultAccess
 from .registers import INSTRUCTIONS, ContentProvider
 from .requests import ModelCall, ResponseRequestBuilder, TurnObserver
-from .vault import Guard, VaultAccess
+from .tool_handlers import ToolContext, execute
 from .worker import Worker
 
 

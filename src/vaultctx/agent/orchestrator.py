@@ -23,13 +23,13 @@ from .delegates import Delegates
 from .host import DelegationHost
 from .jobs import ModelJob, WorkerJob
 from .prepare import TurnPreparation, resolve_provider_model
+from .protocols import IndexedVault
 from .registers import INSTRUCTIONS, ContentProvider, ToolCallRecord
 from .requests import ResponseRequestBuilder, TurnObserver
 from .researcher import findings_report, research_job
 from .skill_tools import TOOL_PREFIX, SkillTool, TurnSkills, answer_report, skill_job
 from .tools import INVESTIGATE, VAULT_TOOL_SCHEMAS
 from .trace import CompletionTrace
-from .vault import IndexedVault
 
 Report = Callable[[str, Sequence[ToolCallRecord]], dict[str, Any]]
 """report(a model job's final answer, its tool calls) -> what the Orchestrator's model reads."""

@@ -10,9 +10,9 @@ from pydantic import BaseModel, Field
 
 from .. import prompts
 from ..llm import parse_json_model
-from .handlers import notes_read
 from .jobs import ModelJob
 from .registers import ToolCallRecord
+from .tool_handlers import notes_read
 from .tools import VAULT_TOOL_SCHEMAS
 
 MAX_RESEARCH_CALLS = 5

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SessionNotFound
-from ..workspace.db import private_dir, private_file
+from ..storage.db import private_dir, private_file
 
 FORMAT_VERSION = 1
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from .. import prompts
 from ..permissions import PermissionGuard
-from .handlers import notes_read
 from .jobs import ModelJob
+from .protocols import IndexedVault
 from .registers import ToolCallRecord
 from .skills import Skill, SkillRun, discover
+from .tool_handlers import notes_read
 from .tools import VAULT_TOOL_SCHEMAS, function_schema
-from .vault import IndexedVault
 
 if TYPE_CHECKING:
-    from .ports import TurnWorkspace
+    from .protocols import TurnWorkspace
 
 MAX_OFFERED_SKILLS = 5
 MAX_SKILL_CALLS = 5

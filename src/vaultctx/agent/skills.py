@@ -35,12 +35,11 @@ from .. import prompts
 from ..errors import NoteNotFound, SkillError
 from ..llm import count_tokens
 from ..permissions import Capability, PermissionGuard
-from ..workspace.frontmatter import split_frontmatter
-from ..workspace.notefile import read_note_file
+from ..storage.frontmatter import split_frontmatter
+from ..storage.notefile import read_note_file
 
 if TYPE_CHECKING:
-    from .ports import TurnWorkspace
-    from .vault import IndexedVault
+    from .protocols import IndexedVault, TurnWorkspace
 
 INPUT_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool, "list": list}
 LINK = re.compile(r"\[\[([^\[\]|#^\n]+)(?:[#^|][^\[\]\n]*)?\]\]")

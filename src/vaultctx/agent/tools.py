@@ -1,6 +1,6 @@
 """Every tool the agents can call, as the model sees it and the guard checks it: name,
 description, pydantic arguments (the JSON schema the model sees), the capability it needs
-and which argument holds a vault path. What each tool does is in `agent.handlers`.
+and which argument holds a vault path. What each tool does is in `agent.tool_handlers`.
 
 `admit` is the turn's check of a call before any handler runs it: arguments validated, the
 path confined to the vault (and resolved to an indexed note where it must exist), then
@@ -16,8 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from ..permissions import Capability, PermissionGuard, vault_relative
-from .handlers import tool_error
-from .vault import Admission, IndexedVault
+from .protocols import Admission, IndexedVault
+from .tool_handlers import tool_error
 
 
 def function_schema(name: str, description: str, args: type[BaseModel]) -> dict[str, Any]:

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..llm.client import ToolCall
-from .handlers import ToolContext, execute
 from .registers import ContentProvider
 from .requests import TurnObserver
+from .tool_handlers import ToolContext, execute
 
 
 class Worker:

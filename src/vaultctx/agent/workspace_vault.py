@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import VaultctxError
 from ..permissions import confine
-from .vault import read_note_text
+from ..storage.notefile import read_note_file
 
 if TYPE_CHECKING:
-    from .ports import TurnWorkspace
+    from .protocols import TurnWorkspace
 
 
 def appended(existing: str, text: str) -> str:
@@ -74,7 +74,7 @@ class WorkspaceVault:
         return [{"path": p, "title": t} for p, t in rows]
 
     def read(self, path: str) -> str:
-        return read_note_text(self.root, path)
+        return read_note_file(self.root, path).content
 
     def create(self, path: str, text: str) -> bool:
         target = confine(self.root, path)
@@ -89,7 +89,7 @@ class WorkspaceVault:
         target = confine(self.root, path)
         if not target.is_file():  # a FIFO or device would hang or corrupt this process
             raise VaultctxError(f"{path} is not a regular file")
-        write_atomically(target, appended(read_note_text(self.root, path), text))
+        write_atomically(target, appended(read_note_file(self.root, path).content, text))
         self.ws.index(paths=[path])
 
     def remember(self, text: str, tier: str, scope: str | None, source: dict[str, Any]) -> str:

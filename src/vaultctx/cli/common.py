@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from ..facade import Workspace
+    from ..workspace import Workspace
 
 
 def vault_argument(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -36,6 +36,6 @@ def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def open_workspace(vault: str, **overrides: Any) -> Workspace:
-    from ..facade import Workspace  # numpy and pydantic: only commands that open a vault
+    from ..workspace import Workspace  # numpy and pydantic: only commands that open a vault
 
     return Workspace.open(vault, overrides or None)

@@ -18,7 +18,7 @@ from .output import console, emit_json
 from .select_cmds import build_filters, filter_body, filter_options
 
 if TYPE_CHECKING:
-    from ..facade import SessionContext
+    from ..workspace import SessionContext
 
 
 @cli.command()
@@ -83,7 +83,7 @@ def context(
         if as_json:
             emit_json(contract)
         else:
-            from ..facade import SessionContext  # pydantic: only to read the server's answer
+            from ..workspace import SessionContext  # pydantic: only to read the server's answer
 
             render_context(SessionContext.model_validate(contract))
         return

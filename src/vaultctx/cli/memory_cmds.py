@@ -15,7 +15,7 @@ from .common import json_option, open_workspace, vault_option
 from .output import console, emit_json, warn
 
 if TYPE_CHECKING:
-    from ..facade import Memory
+    from ..workspace import Memory
 
 TIERS = click.Choice(["conversation", "channel", "workspace", "account"])
 KINDS = click.Choice(["semantic", "episodic", "procedural"])

@@ -17,7 +17,7 @@ from .output import emit_json
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from ..facade import Filters, Selection
+    from ..workspace import Filters, Selection
 
 # rich, pydantic and numpy are imported inside the functions that need them: a `--json`
 # query answered by a warm server must not pay for them.
@@ -56,7 +56,7 @@ def build_filters(
     until: _dt.datetime | None,
     kinds: tuple[str, ...],
 ) -> Filters:
-    from ..facade import Filters  # pydantic: only once a query runs
+    from ..workspace import Filters  # pydantic: only once a query runs
 
     return Filters(
         path=path_glob,
@@ -133,7 +133,7 @@ def select(
         if as_json:
             emit_json(contract)
             return
-        from ..facade import Selection  # pydantic: only to read the server's answer
+        from ..workspace import Selection  # pydantic: only to read the server's answer
 
         render_selection(Selection.model_validate(contract))
         return
@@ -177,7 +177,7 @@ def related(
     if as_json:
         emit_json(contract)
         return
-    from ..facade import Selection  # pydantic: only to render
+    from ..workspace import Selection  # pydantic: only to render
 
     render_selection(Selection.model_validate(contract))
 
@@ -250,7 +250,7 @@ def _fold(text: str) -> str:
 
 def highlight_words(query: str) -> list[str]:
     """Query words worth highlighting, as folded prefixes (so 'mites' lights up 'mite')."""
-    from ..facade import STOP_WORDS  # with the results it highlights
+    from ..workspace import STOP_WORDS  # with the results it highlights
 
     words = [_fold(w) for w in re.findall(r"[^\W_]+", query)]
     return [w[: max(4, len(w) - 2)] for w in words if w not in STOP_WORDS and len(w) > 2]

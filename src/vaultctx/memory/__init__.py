@@ -1,12 +1,12 @@
 """Tiered memory: scored memories persisted in the background, decayed, retrieved each turn."""
 
+from .background import BackgroundWriter
 from .extract import DeterministicExtractor, Extractor, LLMExtractor, Turn
-from .facade import AgentMemoryFacade
 from .models import Memory, MemoryContext, MemoryKind, MemorySource, Observation, Tier
-from .retrieval import MemoryRetriever
 from .scratchpad import ScratchpadRepository
+from .select_retriever import MemoryRetriever
+from .service import AgentMemoryFacade
 from .store import MemoryRepository
-from .writer import BackgroundWriter
 
 __all__ = [
     "AgentMemoryFacade",

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from . import extract as ex
+from .merging import MemoryDraft
 from .mirror import Scope
 from .models import Memory, MemorySource, Observation, Tier
 from .places import MemoryPlaces
-from .upsert import MemoryDraft
 
 
 @dataclass(frozen=True)

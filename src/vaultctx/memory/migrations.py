@@ -1,6 +1,6 @@
 """The memory database's schema history: numbered migrations, applied in order and recorded.
 
-Same machinery as the index (`workspace.migrations.migrate`), its own history: memory.db
+Same machinery as the index (`storage.migrations.migrate`), its own history: memory.db
 outlives any re-index, so it must upgrade itself rather than be rebuilt.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ..workspace.migrations import Migration, migrate
+from ..storage.migrations import Migration, migrate
 
 
 def m001_initial() -> str:

@@ -18,12 +18,12 @@ from typing import NamedTuple
 import numpy as np
 
 from ..search.query import QueryTokenizer, build_query
-from ..workspace.db import IndexDatabase
+from ..storage.db import IndexDatabase
+from .merging import DraftWriting
 from .migrations import migrate_memory
 from .mirror import Scope, VectorMirror
 from .models import Memory, MemoryKind, Tier
 from .rows import COLUMNS, memory_from_row, scope_filter
-from .upsert import DraftWriting
 
 # bm25 weights of (text, summary, themes).
 FTS_WEIGHTS = (1.0, 0.5, 0.5)

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from ..config import CONFIG_DIRNAME
 from ..errors import ConfigError
-from ..workspace.scanner import IGNORE_FILENAME, excluded, ignore_lines
+from ..storage.scanner import IGNORE_FILENAME, excluded, ignore_lines
 from .capability import Capability
 
 POLICY_FILENAME = "permissions.toml"

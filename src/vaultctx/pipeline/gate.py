@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..workspace.blocks import TOKEN, estimate_tokens
+from ..storage.blocks import TOKEN, estimate_tokens
 from .context import ContextItem
 from .models import Candidate
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..workspace.graph import LINK_KIND_WEIGHTS
+from ..storage.graph import LINK_KIND_WEIGHTS
 
 BACKLINK_FACTOR = 0.5  # a note linking to the open one is related, less than one it links to
 ORDER_DECAY = 0.25

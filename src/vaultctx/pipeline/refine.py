@@ -26,7 +26,7 @@ from .models import Candidate, Selection
 if TYPE_CHECKING:
     from ..llm import CallRecord, LLMSettings
     from ..search.vectors import VectorStore
-    from ..workspace import Vault
+    from ..storage import Vault
 
 CACHE_SIZE = 256
 REASON_CHARS = 200

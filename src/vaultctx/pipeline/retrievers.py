@@ -1,7 +1,7 @@
 """The plug-in contract of select: a `Retriever` is asked a `RetrievalRequest` and answers
 with ranked hits that fusion places beside the built-in lexical, vector and graph lists.
 
-Memory plugs in through it (`memory.retrieval.MemoryRetriever`) without knowing select.
+Memory plugs in through it (`memory.select_retriever.MemoryRetriever`) without knowing select.
 """
 
 from __future__ import annotations

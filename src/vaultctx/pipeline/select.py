@@ -25,7 +25,7 @@ from ..errors import EmbeddingUnavailable, InvalidQuery
 from ..search.fusion import Fused, Hit, rrf_order
 from ..search.query import LexicalQuery, QueryTokenizer, build_query, key_terms
 from ..search.vectors import VectorStore, top_notes
-from ..workspace.language import query_languages, vault_languages
+from ..storage.language import query_languages, vault_languages
 from . import lexical
 from .candidates import BLOCK_LISTS, block_notes, build_candidates, note_block_counts, note_paths
 from .filters import allowed_notes
@@ -48,7 +48,7 @@ from .retrievers import RetrievalRequest, Retriever
 
 if TYPE_CHECKING:
     from ..permissions import Policy, VaultPolicy
-    from ..workspace import Vault
+    from ..storage import Vault
 
 # Deep enough that a hundred notes reach fusion from each side: what refine needs, and what
 # Recall@100 measures.

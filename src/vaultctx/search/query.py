@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..workspace.language import CJK_RUN, in_stop_list, word_terms
+from ..storage.language import CJK_RUN, in_stop_list, word_terms
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 # A term in at most this share of blocks is always kept; more common ones are kept while the

@@ -39,11 +39,11 @@ from ..errors import (
     NotIndexed,
     VaultctxError,
 )
-from ..facade import Filters, MemoryKind, Tier
+from ..workspace import Filters, MemoryKind, Tier
 from .auth import authorized
 
 if TYPE_CHECKING:
-    from ..facade import VaultWatcher, Workspace
+    from ..workspace import VaultWatcher, Workspace
 
 log = logging.getLogger(__name__)
 

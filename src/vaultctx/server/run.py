@@ -21,8 +21,8 @@ import uvicorn
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from ..errors import ServerRunning
-from ..facade import VaultWatcher, Workspace
-from ..workspace.db import ProcessLock
+from ..storage.db import ProcessLock
+from ..workspace import VaultWatcher, Workspace
 from .app import MAX_BODY_BYTES, READ_TIMEOUT_S, create_app
 from .auth import load_or_create_token, token_path
 from .client import SERVER_FILE, ServerInfo, read_server_file, remove_server_file, write_server_file

@@ -18,22 +18,22 @@ from typing import TYPE_CHECKING, Any
 from ._lazy import lazy_exports
 from .errors import NoteNotFound, NotIndexed, VaultctxError
 from .permissions import VaultPolicy, confine
-from .workspace import Embedder, IndexReport, IndexStatus, Vault, VaultWatcher
-from .workspace.notefile import NoteText, read_note_file
+from .storage import Embedder, IndexReport, IndexStatus, Vault, VaultWatcher
+from .storage.notefile import NoteText, read_note_file
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from .agent import SessionSummary, TurnResult
-    from .agent.handler import EventHandler
     from .agent.skills import Skill, SkillCatalog
+    from .agent.turns import EventHandler
     from .config import Config
     from .memory import AgentMemoryFacade, Memory, MemoryKind, Tier
     from .pipeline import Filters, Selection, Selector
     from .pipeline.context import SessionContext
     from .pipeline.refine import Refiner
     from .search.query import STOP_WORDS
-    from .workspace.db import IndexDatabase
+    from .storage.db import IndexDatabase
 
 __all__ = [
     "STOP_WORDS",

@@ -1,7 +1,7 @@
 """`Vault`: one vault folder, its SQLite index, its embedding model and link graph.
 
 The storage half of `vaultctx.Workspace`, which adds select, refine, memory and the agent
-on top (`vaultctx/facade.py`); nothing here knows about those layers.
+on top (`vaultctx/workspace.py`); nothing here knows about those layers.
 """
 
 from __future__ import annotations

@@ -263,7 +263,7 @@ class _ChunkPlan:
 
 
 def worker_command(chunk_tokens: int) -> list[str]:
-    return child_command("vaultctx.workspace.reader", "serve", chunk_tokens)
+    return child_command("vaultctx.storage.reader", "serve", chunk_tokens)
 
 
 class _Worker:

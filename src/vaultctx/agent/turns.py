@@ -33,7 +33,7 @@ from .trace import CompletionTrace
 from .workspace_vault import WorkspaceVault
 
 if TYPE_CHECKING:
-    from .ports import TurnWorkspace
+    from .protocols import TurnWorkspace
     from .skills import SkillRun
 
 log = logging.getLogger(__name__)

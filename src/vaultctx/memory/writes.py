@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .background import BackgroundWriter
 from .derive import Pending, TurnDeriver, TurnJob
+from .merging import MemoryDraft
 from .models import Memory, Tier
 from .places import MemoryPlaces
-from .upsert import MemoryDraft
-from .writer import BackgroundWriter
 
 if TYPE_CHECKING:
-    from ..workspace.embeddings import Embedder
+    from ..storage.embeddings import Embedder
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from typing import Any
 from ..errors import NoteNotFound, PathOutsideVault, PermissionDenied, VaultctxError
 from ..llm.client import ToolCall
 from ..permissions.capability import Capability
+from .protocols import Admission, Guard, VaultAccess
 from .registers import ToolCallRecord
-from .vault import Admission, Guard, VaultAccess
 
 SNIPPET_CHARS = 300
 MAX_NOTE_CHARS = 8000

@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from ..llm.settings import LLMSettings
 from . import extract as ex
 from .derive import TurnDeriver, TurnJob
+from .merging import MemoryDraft
 from .mirror import Scope
 from .models import (
     ImportReport,
@@ -34,17 +35,16 @@ from .models import (
 from .paths import ACCOUNT_DB, MEMORY_DB, account_dir
 from .places import MemoryPlaces
 from .ranking import SearchResult, rank
-from .recall import TurnRecall
-from .retrieval import MemoryRetriever
 from .scratchpad import ScratchpadRepository
+from .select_retriever import MemoryRetriever
 from .store import MemoryRepository
-from .upsert import MemoryDraft
-from .writing import Counters, MemoryWrites
+from .turn_context import TurnRecall
+from .writes import Counters, MemoryWrites
 
 if TYPE_CHECKING:
     from ..permissions import VaultPolicy
     from ..pipeline import Selector
-    from ..workspace import Embedder, Vault
+    from ..storage import Embedder, Vault
 
 DEFAULT_TURN_K = 8
 

@@ -1,10 +1,13 @@
-"""What the agents' tools may do to the vault and ask of the guard: narrow interfaces.
+"""The agent's ports: what its tools may do to the vault and ask of the guard, and what a turn
+needs of the workspace it runs in. Narrow interfaces, so the agent layer never imports the
+objects that provide them.
 
 The agents never see the Workspace. In the turn's own process an `IndexedVault`
 (`WorkspaceVault`, built by the request handler) answers over the warm index; in a
 delegation's child process the same calls cross the pipe to the parent
 (`agent.child.ParentLink`), except reading a note's file, which the child does itself so a
 read that hangs (a FIFO, a stalled mount) hangs only a process that can be stopped.
+`TurnWorkspace` is what the facade (`vaultctx.Workspace`) provides to a turn.
 
 This module imports nothing heavy: a child process imports it.
 """
@@ -15,10 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..workspace.notefile import read_note_file
-
 if TYPE_CHECKING:
+    import networkx as nx
+
+    from ..config import Config
+    from ..memory import AgentMemoryFacade
+    from ..permissions import VaultPolicy
     from ..permissions.capability import Capability
+    from ..pipeline import Selection
+    from ..pipeline.context import SessionContext
+    from ..storage.db import IndexDatabase
+    from ..storage.indexer import IndexReport
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,26 @@ class IndexedVault(VaultAccess, Protocol):
         ...
 
 
-def read_note_text(root: Path, path: str) -> str:
-    """A note's text, the way every door reads one (`workspace.notefile`)."""
-    return read_note_file(root, path).content
+class TurnWorkspace(Protocol):
+    """An open vault with select, refine and memory: the index the agents read, search and
+    (through permitted writes) change."""
+
+    root: Path
+    config: Config
+    db: IndexDatabase
+    policy: VaultPolicy
+
+    @property
+    def memory(self) -> AgentMemoryFacade: ...
+
+    def select(self, query: str, *, k: int = 10) -> Selection: ...
+
+    def context(self, query: str, *, model: str | None = None) -> SessionContext: ...
+
+    def resolve_note(self, note: str) -> tuple[str, int]: ...
+
+    def graph(self) -> nx.DiGraph: ...
+
+    def index(self, *, paths: list[str] | None = None) -> IndexReport: ...
+
+    def require_index(self) -> None: ...

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Embedder", "IndexReport", "IndexStatus", "Vault", "VaultWatcher"]
 
-# Loaded on first use (PEP 562): an index worker process imports `workspace.reader` and
+# Loaded on first use (PEP 562): an index worker process imports `storage.reader` and
 # should not pay for numpy and pydantic.
 _LAZY = {
     "Embedder": ".embeddings",
