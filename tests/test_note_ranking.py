@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vaultctx.pipeline.notes import (
+from vaultctx.pipeline.note_ranking import (
     POINTER_SHARE,
     best_passages,
     block_order,
@@ -92,7 +92,7 @@ def test_fused_scores_are_a_weighted_mean_in_zero_one_and_deterministic(lists, w
     st.lists(st.integers(1, 3), min_size=6, max_size=6),
 )
 def test_each_further_block_of_a_note_counts_half(note_scores, blocks_per_note):
-    from vaultctx.pipeline.notes import RankedNote
+    from vaultctx.pipeline.note_ranking import RankedNote
 
     notes = [
         RankedNote(f"note:{i}", s, {}) for i, s in enumerate(sorted(note_scores, reverse=True))

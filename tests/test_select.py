@@ -374,7 +374,7 @@ def test_a_long_reference_note_does_not_win_on_its_many_chances_to_match(
 ):
     """A reference with a section on everything has many tries at a block close to any
     question; the short note about the question must still come first."""
-    import vaultctx.pipeline.notes as notes
+    import vaultctx.pipeline.note_ranking as notes
 
     reference = "# Query reference\nEvery instruction a query understands.\n\n" + "\n\n".join(
         f"## {t.title()}\nInstructions about {t} in a query: filter, sort or show tasks by {t}."
@@ -464,7 +464,7 @@ def test_rows_for_notes_finds_every_block_of_the_notes():
 def test_close_waits_for_a_search_an_interrupted_select_left_running(vault, monkeypatch):
     """Ctrl-C (or any error) in the calling thread leaves the vector search running in its
     worker; closing the workspace under it would close SQLite under a running statement."""
-    import vaultctx.pipeline.select as select_module
+    import vaultctx.pipeline.retrievers as select_module
 
     embedder = SlowEmbedder()
     ws = Workspace.open(vault, embedder=embedder)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
-from ..config import Config
+from ..config import Config, default
 
-DEFAULT_TIMEOUT = 1.5
+DEFAULT_TIMEOUT: float = default("llm_timeout")
 LOCAL_API_KEY = "sk-local"
 
 

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import ValidationError
 
-from ..config import validation_message
+from ..config import Config, validation_message
 from ..errors import ConfigError
 from ..llm.settings import LLMSettings
+from ..search.fusion import DEFAULT_RRF_K
 from . import extract as ex
 from .derive import TurnDeriver, TurnJob
 from .merging import MemoryDraft
@@ -49,6 +50,11 @@ if TYPE_CHECKING:
 DEFAULT_TURN_K = 8
 
 
+def tier_half_lives(config: Config) -> dict[Tier, float]:
+    """The configured half-life of each tier's recency, in days."""
+    return {Tier(name): days for name, days in config.memory_half_lives().items()}
+
+
 def _user() -> str:
     try:
         return getpass.getuser()
@@ -71,7 +77,7 @@ class AgentMemoryFacade:
         embed_query: Callable[[str], np.ndarray] | None = None,
         half_lives: dict[Tier, float] | None = None,
         extractor: ex.Extractor | None = None,
-        rrf_k: int = 60,
+        rrf_k: int = DEFAULT_RRF_K,
         policy: VaultPolicy | None = None,
     ) -> None:
         """`policy` hides from every search the memories drawn from notes it does not let a
@@ -85,12 +91,7 @@ class AgentMemoryFacade:
         )
         self.embedder = embedder
         self._embed_query = embed_query or (embedder.encode_query if embedder else None)
-        self.half_lives = half_lives or {
-            Tier.CONVERSATION: 1.0,
-            Tier.CHANNEL: 14.0,
-            Tier.WORKSPACE: 90.0,
-            Tier.ACCOUNT: 365.0,
-        }
+        self.half_lives = half_lives or tier_half_lives(Config())
         self.extractor: ex.Extractor = extractor or ex.DeterministicExtractor()
         self.rrf_k = rrf_k
         self.policy = policy
@@ -129,12 +130,7 @@ class AgentMemoryFacade:
             vault_scope=str(vault.root),
             embedder=vault.embedder if vectors else None,
             embed_query=embed_query if vectors else None,
-            half_lives={
-                Tier.CONVERSATION: cfg.memory_half_life_days_conversation,
-                Tier.CHANNEL: cfg.memory_half_life_days_channel,
-                Tier.WORKSPACE: cfg.memory_half_life_days_workspace,
-                Tier.ACCOUNT: cfg.memory_half_life_days_account,
-            },
+            half_lives=tier_half_lives(cfg),
             rrf_k=cfg.rrf_k,
             extractor=ex.LLMExtractor(LLMSettings.resolve(cfg)) if cfg.llm_model else None,
             policy=policy,

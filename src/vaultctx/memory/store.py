@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..search.query import QueryTokenizer, build_query
+from ..search.query import QueryTokenizer, build_query, run_bm25
 from ..storage.db import IndexDatabase
 from .merging import DraftWriting
 from .migrations import migrate_memory
@@ -285,20 +285,20 @@ class MemoryRepository(DraftWriting):
         tokenizer.df_cache.clear()  # memories change with every turn: count afresh
         total = max(1, self.mirror.size)
         built = build_query(text, tokenizer, total)
-        if built.match is None:
-            return []
         where, args = scope_filter(scopes, kinds, prefix="m.")
         if window is not None:
             where.append("m.created_at >= ? AND m.created_at < ?")
             args += list(window)
-        rows = conn.execute(
-            "SELECT m.rowid, bm25(memories_fts, ?, ?, ?) AS s FROM memories_fts f"
-            " JOIN memories m ON m.rowid = f.rowid WHERE memories_fts MATCH ? AND "
-            + " AND ".join([*where, "m.deleted_at IS NULL"])
-            + " ORDER BY s, m.rowid LIMIT ?",
-            (*FTS_WEIGHTS, built.match, *args, limit),
-        ).fetchall()
-        return [(rowid, -score) for rowid, score in rows]
+        return run_bm25(
+            conn,
+            "memories_fts",
+            built,
+            FTS_WEIGHTS,
+            limit,
+            join="memories m ON m.rowid = f.rowid",
+            where=[*where, "m.deleted_at IS NULL"],
+            args=args,
+        )
 
     def note_sources(self) -> list[tuple[str, list[str]]]:
         """(id, note paths) of every live memory that came from notes: what a read policy

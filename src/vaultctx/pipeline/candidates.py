@@ -16,7 +16,7 @@ import numpy as np
 from ..search.fusion import Hit, rrf_order
 from ..search.vectors import VectorMatrix, dot_rows
 from .models import Candidate, CandidateKind, Source
-from .notes import RankedNote, block_order, note_id, note_key
+from .note_ranking import RankedNote, block_order, note_id, note_key
 
 BLOCK_LISTS = ("lexical", "vector")
 

@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-DEFAULT_RRF_K = 60
+from ..config import default
+
+DEFAULT_RRF_K: int = default("rrf_k")
 
 
 @dataclass(frozen=True)

@@ -285,6 +285,38 @@ def build_query(
     )
 
 
+def run_bm25(
+    conn: sqlite3.Connection,
+    table: str,
+    query: LexicalQuery,
+    weights: Sequence[float],
+    limit: int,
+    *,
+    join: str | None = None,
+    where: Sequence[str] = (),
+    args: Sequence[object] = (),
+) -> list[tuple[int, float]]:
+    """Run a built query over the FTS5 `table`: (rowid, bm25 score, higher is better), best
+    first, ties to the lower rowid. `weights` weigh the table's columns. `join` (a table and
+    its ON clause, joined to the FTS5 table aliased `f`) and `where` (conditions on it, with
+    `args` for their parameters) keep only some rows."""
+    if query.match is None or limit <= 0:
+        return []
+    marks = ", ".join("?" * len(weights))
+    if join is None and not where:
+        sql = (
+            f"SELECT rowid, bm25({table}, {marks}) AS s FROM {table}"
+            f" WHERE {table} MATCH ? ORDER BY s, rowid LIMIT ?"
+        )
+    else:
+        sql = (
+            f"SELECT f.rowid, bm25({table}, {marks}) AS s FROM {table} f JOIN {join}"
+            f" WHERE {' AND '.join([f'{table} MATCH ?', *where])} ORDER BY s, f.rowid LIMIT ?"
+        )
+    rows = conn.execute(sql, (*weights, query.match, *args, limit)).fetchall()
+    return [(rowid, -score) for rowid, score in rows]
+
+
 def key_terms(
     text: str,
     tokenizer: QueryTokenizer,

@@ -1,4 +1,4 @@
-"""Note-aware ranking: most questions ask "which note", so evidence is weighed per note.
+"""Note ranking: most questions ask "which note", so evidence is weighed per note.
 
 Retrievers find blocks (lexical, vector) or notes (the context's links). Each block
 list becomes a note list at each note's best block — a note gets no credit for its length
@@ -29,17 +29,31 @@ import numpy as np
 
 from ..search.fusion import Fused, Hit, Provenance
 
-FURTHER_BLOCK_FACTOR = 0.5
+# Deep enough that a hundred notes reach fusion from each side: what refine needs, and what
+# Recall@100 measures.
+LEXICAL_DEPTH = 100  # blocks
+VECTOR_DEPTH = 100  # blocks
+NOTE_DEPTH = 100  # notes, by their best block's cosine
+# bm25 column weights for (title, heading_path, text): a word in a note's title or a section's
+# heading says more about the block than the same word in passing.
+COLUMN_WEIGHTS = (3.0, 2.0, 1.0)
+# Feedback (`retrievers.feedback`): the query vector moves FEEDBACK_WEIGHT of the way to the
+# mean of the FEEDBACK_DOCS blocks both lists rank best, and scores the first pass's best
+# FEEDBACK_POOL rows again.
+FEEDBACK_DOCS = 3
+FEEDBACK_WEIGHT = 1.0
+FEEDBACK_POOL = 1000
+# The vector list's share of its weight when the query is in a language the embedding model
+# does not read well (`embedding_languages`): its neighbours there follow shared names and
+# code more than meaning.
+VECTOR_SHARE_OTHER_LANGUAGE = 0.25
+FURTHER_BLOCK_FACTOR = 0.5  # each further block of a note counts this share of the last
 RANK_SCALE = 10.0  # a list without comparable scores: rank r counts 10 / (10 + r - 1)
 # The share of a long note's expected lucky-maximum gain taken back from its best cosine.
-# Measured on the whole suite (`benchmarks/eval.py --suite`): 0.3 raises the macro average
-# with the context lift at 0.75; 0.4 costs foam-docs 0.017, 0.2 gains less everywhere.
 LENGTH_CORRECTION = 0.3
 SPREAD_SAMPLE = 4096  # rows the spread of a query's cosines is estimated from
 # A note a longer note's best passage links to takes its place when its own fused score is at
-# least this share of the longer note's. Suite (`eval.py --suite`): every share from 0.7 to 0.9
-# raises the macro average and lowers no set; 0.75 and 0.8 do best, 0.9 gains least. The BEIR
-# sets have no links, so they never move.
+# least this share of the longer note's.
 POINTER_SHARE = 0.8
 
 

@@ -1,0 +1,55 @@
+"""Hybrid retrieval: what select (over blocks) and memory (over memories) both do when they
+search two ways at once.
+
+- FTS5 searches in the calling thread while the model embeds the query in a worker thread
+  (`meanwhile`): both release the GIL, so the embedding (~10 ms) costs no extra wall time.
+- A broken model never fails a search: its error becomes one line (`model_failure`), the
+  lexical list still answers, and the path label says so (`after_embed_error`).
+- Scores of different lists are compared as a share of their list's best (`share_of_best`):
+  bm25 and cosine live on different scales, a share of the best does not.
+
+How the lists are then fused differs, for measured reasons: see `pipeline.note_ranking`
+(notes: weighted shares of the best) and `memory.ranking` (memories: reciprocal rank fusion,
+scaled by the shares).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import TypeVar
+
+from ..errors import EmbeddingUnavailable
+
+T = TypeVar("T")
+
+# Path labels (`retrieval_path` in diagnostics): which lists answered.
+HYBRID = "hybrid_rrf"  # the lexical and the vector list both ran
+
+
+def after_embed_error(lexical_path: str) -> str:
+    """The label of a search whose model failed, so only its lexical side answered."""
+    return f"{lexical_path}_after_embed_error"
+
+
+def model_failure(exc: BaseException) -> str:
+    """A model's failure as the one line diagnostics show (the model could not load, or
+    raised while encoding)."""
+    if isinstance(exc, EmbeddingUnavailable):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def meanwhile(pool: Executor | None, fn: Callable[..., T], *args: object) -> Callable[[], T]:
+    """Start `fn(*args)` in `pool` now, so it runs while the caller searches FTS5; returns
+    the call that waits for its result. Without a pool, `fn` runs when its result is asked
+    for."""
+    if pool is None:
+        return lambda: fn(*args)
+    return pool.submit(fn, *args).result
+
+
+def share_of_best(score: float, best: float) -> float:
+    """`score` as a share of its list's `best` score, never below 0 (scores are similarities
+    or bm25: 0 means no match); 0 for a list whose best is not positive."""
+    return max(score / best, 0.0) if best > 0 else 0.0
