@@ -16,6 +16,70 @@ W_IMPORTANCE·importance + W_RECENCY·recency), where recency halves every `half
 of the memory's tier since it was formed or last used. That factor lies in [BASE, 1], so it
 reorders only memories whose relevance is within 1/BASE of each other: a memory a third
 more relevant than another ranks above it however old, and however unimportant.
+
+## Every knob of memory
+
+Each entry: `NAME = default  (file)`, then what chose it, on which data. "LoCoMo" is
+`benchmarks/memory_eval.py` (7 conversations, 1,033 questions, recall of the evidence
+turns); "untuned" means no value was measured against another. Lower-case names are
+settings: change them in the config (`vaultctx config memory_half_life_days_channel 7`
+makes channel memories fade twice as fast), never here. Select's knobs are in
+`pipeline/note_ranking.py`; the query building both share (`search/query.py`) is listed
+there. A test checks that every entry names a real knob with this default, and that every
+constant of these files has one.
+
+memory_half_life_days_conversation = 1.0  (config.py)
+    untuned: the order (a conversation fades fastest, the account slowest) is the design's;
+    the days are not measured
+memory_half_life_days_channel = 14.0  (config.py)
+    as `memory_half_life_days_conversation`
+memory_half_life_days_workspace = 90.0  (config.py)
+    as `memory_half_life_days_conversation`
+memory_half_life_days_account = 365.0  (config.py)
+    as `memory_half_life_days_conversation`
+rrf_k = 60  (config.py)
+    untuned (the usual 60); shared with select
+weight_memory = 0.7  (config.py)
+    untuned: memories' weight among select's lists
+DEPTH = 50  (memory/ranking.py)
+    LoCoMo R@10 (public door): 100 gave 0.837 against 0.840
+OVERFETCH = 3  (memory/ranking.py)
+    LoCoMo R@10: 5 changed nothing
+MIN_SIMILARITY = 0.2  (memory/ranking.py)
+    untuned: a vector-only hit this far is noise
+STRENGTH = 0.5  (memory/ranking.py)
+    LoCoMo R@10: 0.3 gave 0.841 and 0.7 gave 0.838, against 0.840 (within noise)
+BASE = 0.75  (memory/ranking.py)
+    follows `W_RECENCY`: the prior stays in [BASE, 1] (BASE + W_IMPORTANCE + W_RECENCY = 1)
+W_IMPORTANCE = 0.2  (memory/ranking.py)
+    untuned
+W_RECENCY = 0.05  (memory/ranking.py)
+    LoCoMo: 0.2 cost 0.016 of R@5 against 0.05
+TIME_BOOST = 0.5  (memory/ranking.py)
+    untuned (came with time windows, which were measured only as a whole)
+SPEAKER_BOOST = 1.0  (memory/ranking.py)
+    untuned: about 95% of LoCoMo's evidence is said by the person the question names, hence
+    large
+FTS_WEIGHTS = (1.0, 0.5, 0.5)  (memory/store.py)
+    untuned: bm25 weights of text, summary and themes
+MERGE_SIMILARITY = 0.93  (memory/merging.py)
+    untuned: facts and rules this alike say the same thing
+MAX_RULES = 20  (memory/turn_context.py)
+    untuned
+DEFAULT_TURN_K = 8  (memory/service.py)
+    untuned
+EXCHANGE_CONTEXT = 2  (memory/extract.py)
+    LoCoMo chat door R@10: two earlier turns 0.812, one 0.754
+THEME_COUNT = 5  (memory/extract.py)
+    untuned
+MAX_ARC_POINTS = 8  (memory/extract.py)
+    untuned
+MAX_FACT_WORDS = 60  (memory/extract.py)
+    untuned
+LLM_EXTRACT_TIMEOUT = 30.0  (memory/extract.py)
+    untuned: extraction runs in the background writer
+MAX_BATCH = 32  (memory/background.py)
+    untuned: writes the background writer commits at once
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Note ranking: most questions ask "which note", so evidence is weighed per note.
+"""Note ranking: most questions ask "which note", so evidence is weighed per note. Where to
+change how notes are ranked: the formula is here, and so is the table of every knob (below).
 
 Retrievers find blocks (lexical, vector) or notes (the context's links). Each block
 list becomes a note list at each note's best block — a note gets no credit for its length
@@ -18,6 +19,115 @@ What the user has open then lifts the notes it links to, by a share of their own
 tie-breaker among notes that match about equally, never a way for a note that does not
 match to win. Candidates stay blocks: the best blocks of the best notes, each further block
 of a note counting half as much as the one before, so the first candidates span notes.
+
+## Every knob of select and refine
+
+Each entry: `NAME = default  (file)`, then what chose it, on which data. "suite" is
+`benchmarks/eval.py --suite` (both BEIR sets in both layouts and every question set; its
+macro average decides); "untuned" means no value was measured against another, and the
+reason it was set is all there is. Lower-case names are settings: change them in the config
+(`vaultctx config weight_lexical 1.5`), never here; a constant is changed in its file.
+Memory's knobs are in the same kind of table in `memory/ranking.py`. A test checks that every
+entry names a real knob with this default, and that every constant of these files has one.
+
+weight_lexical = 1.0  (config.py)
+    untuned: the lexical list's weight in the fused mean
+weight_vector = 2.0  (config.py)
+    set with score fusion, in a change that took the suite macro 0.7327 → 0.7733; the weight
+    alone untuned
+weight_graph = 0.75  (config.py)
+    suite, with `LENGTH_CORRECTION` 0.3: macro 0.7761 → 0.7810; 1.0 let the context beat
+    clear matches (tasks controls 0.875), 0.5 lost tasks_context 0.917 → 0.899
+weight_memory = 0.7  (config.py)
+    untuned: memories count by rank (`RANK_SCALE`)
+rrf_k = 60  (config.py)
+    untuned (the usual 60): orders a note's blocks, picks the feedback blocks, fuses
+    memory's lists
+LEXICAL_DEPTH = 100  (pipeline/note_ranking.py)
+    raised from 50 with the move to score fusion (a hundred notes from each side: what
+    refine needs and Recall@100 measures); 100 alone untuned
+VECTOR_DEPTH = 100  (pipeline/note_ranking.py)
+    as `LEXICAL_DEPTH`
+NOTE_DEPTH = 100  (pipeline/note_ranking.py)
+    as `LEXICAL_DEPTH`
+COLUMN_WEIGHTS = (3.0, 2.0, 1.0)  (pipeline/note_ranking.py)
+    untuned: a word in a title or heading says more than one in passing
+FEEDBACK_DOCS = 3  (pipeline/note_ranking.py)
+    feedback as a whole: +0.02 nDCG@10 on Cranfield, nothing lost on the other sets (suite);
+    3 untuned
+FEEDBACK_WEIGHT = 1.0  (pipeline/note_ranking.py)
+    as `FEEDBACK_DOCS`
+FEEDBACK_POOL = 1000  (pipeline/note_ranking.py)
+    speed: the rows scored again at 100k blocks (`select_bench`); quality untuned
+VECTOR_SHARE_OTHER_LANGUAGE = 0.25  (pipeline/note_ranking.py)
+    macro MRR@10 of the es/fr/it/nl sets by share: 0 → 0.689, 0.1 → 0.702, 0.25 → 0.711, 0.4
+    → 0.706, 1.0 → 0.649
+FURTHER_BLOCK_FACTOR = 0.5  (pipeline/note_ranking.py)
+    untuned
+RANK_SCALE = 10.0  (pipeline/note_ranking.py)
+    untuned
+LENGTH_CORRECTION = 0.3  (pipeline/note_ranking.py)
+    suite, with `weight_graph` 0.75: macro 0.7761 → 0.7810; 0.4 cost foam 0.017, 0.2 gains
+    less
+SPREAD_SAMPLE = 4096  (pipeline/note_ranking.py)
+    speed (~15 µs a query); untuned
+POINTER_SHARE = 0.8  (pipeline/note_ranking.py)
+    suite: every share 0.7–0.9 raises the macro and lowers no set; 0.8: 0.7810 → 0.7895
+DEFAULT_MAX_PER_NOTE = 3  (pipeline/select.py)
+    untuned
+MAX_QUERY_CHARS = 2000  (pipeline/select.py)
+    untuned: a limit, not a weight
+RELATED_TERMS = 12  (pipeline/select.py)
+    untuned (`related_bench` reports, no held-out judgements)
+RELATED_TITLE_WEIGHT = 3  (pipeline/select.py)
+    untuned
+RELATED_HEADING_WEIGHT = 2  (pipeline/select.py)
+    untuned
+RELATED_CHARS = 20000  (pipeline/select.py)
+    untuned
+BACKLINK_FACTOR = 0.5  (pipeline/graphwalk.py)
+    untuned
+ORDER_DECAY = 0.25  (pipeline/graphwalk.py)
+    set in the change that took the suite macro 0.7327 → 0.7733; alone untuned
+ACCESS_HALF_LIFE_S = 86400.0  (pipeline/graphwalk.py)
+    as `ORDER_DECAY` (two days → one)
+EDIT_WINDOW_S = 259200.0  (pipeline/graphwalk.py)
+    untuned
+EDIT_FACTOR = 0.5  (pipeline/graphwalk.py)
+    untuned
+MAX_ACCESS_SEEDS = 10  (pipeline/graphwalk.py)
+    untuned
+MAX_EDIT_SEEDS = 5  (pipeline/graphwalk.py)
+    untuned
+LINK_KIND_WEIGHTS = {"wiki": 1.0, "markdown": 1.0, "embed": 1.5}  (storage/graph.py)
+    untuned: embedding a note is a stronger tie than naming it
+COMMON_TERM_SHARE = 0.05  (search/query.py)
+    set with `POSTINGS_BUDGET` when dropped common terms cost held-out Recall@100 (0.283
+    against plain RRF's 0.322); alone untuned
+POSTINGS_BUDGET = 10000  (search/query.py)
+    as `COMMON_TERM_SHARE`; latency: an OR of common terms over 100k blocks took ~85 ms
+MAX_TERMS = 16  (search/query.py)
+    untuned
+DF_CACHE_SIZE = 50000  (search/query.py)
+    untuned: a cache size
+MIN_PART = 3  (search/query.py)
+    untuned
+SPLIT_ROWS = 40000  (search/vectors.py)
+    speed: two threads past it (100k rows 8.3 ms against 9.5 on one); the threshold untuned
+MMR_LAMBDA = 0.8  (pipeline/gate.py)
+    untuned; the gate as a whole keeps Cranfield nDCG@10 0.4360 of the fused list's 0.4384
+VECTOR_DUPLICATE = 0.95  (pipeline/gate.py)
+    untuned
+LEXICAL_DUPLICATE = 0.9  (pipeline/gate.py)
+    untuned
+SHORT_BLOCK_TOKENS = 20  (pipeline/gate.py)
+    untuned
+LEXICAL_WORDS = 64  (pipeline/gate.py)
+    untuned
+LEXICAL_DIMENSIONS = 512  (pipeline/gate.py)
+    untuned
+GATE_POOL = 100  (pipeline/gate.py)
+    untuned
 """
 
 from __future__ import annotations
