@@ -15,6 +15,7 @@ import json
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -290,6 +291,192 @@ def _error(status: int, error: str, message: str) -> JSONResponse:
     return JSONResponse({"error": error, "message": message}, status_code=status)
 
 
+# --- the handlers ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """What the handlers share, kept on `app.state.server`: the workspace, its watcher and
+    the limits a request is held to."""
+
+    workspace: Workspace
+    token: str
+    watcher: VaultWatcher | None
+    max_body: int
+    read_timeout: float
+    pid: int
+
+
+def _state(request: Request) -> ServerState:
+    return request.app.state.server
+
+
+async def _read(request: Request, model: type[M]) -> M:
+    state = _state(request)
+    return await read_body(request, model, state.max_body, state.read_timeout)
+
+
+def _answered(request: Request, contract: dict[str, Any]) -> JSONResponse:
+    """A select or context contract, saying which server process answered."""
+    contract["diagnostics"]["server_pid"] = _state(request).pid
+    return JSONResponse(contract)
+
+
+async def health(request: Request) -> JSONResponse:
+    """Open to anyone on this machine, so it says only that a vaultctx server answers;
+    with the token, also which vault and process."""
+    state = _state(request)
+    if not authorized(request.headers.get("authorization", "").encode(), state.token):
+        return JSONResponse({"ok": True})
+    return JSONResponse(
+        {"ok": True, "vault": str(state.workspace.root), "pid": state.pid, "version": __version__}
+    )
+
+
+async def status(request: Request) -> JSONResponse:
+    state = _state(request)
+    report = await run_in_threadpool(state.workspace.status)
+    watcher = state.watcher
+    server = {
+        "pid": state.pid,
+        "watching": watcher is not None and watcher.running,
+        "indexing": watcher is not None and watcher.indexing,
+        "watch_runs": watcher.runs if watcher else 0,
+        "watch_error": watcher.last_error if watcher else None,
+    }
+    return JSONResponse({**report.to_dict(), "server": server})
+
+
+async def select(request: Request) -> JSONResponse:
+    body = await _read(request, SelectBody)
+    ws = _state(request).workspace
+    selection = await run_in_threadpool(
+        lambda: ws.select(
+            body.query,
+            k=body.k,
+            filters=body.filters(),
+            use_vectors=not body.no_vectors,
+            explain=body.explain,
+        )
+    )
+    return _answered(request, selection.contract())
+
+
+async def related(request: Request) -> JSONResponse:
+    body = await _read(request, RelatedBody)
+    ws = _state(request).workspace
+    selection = await run_in_threadpool(
+        lambda: ws.related(
+            body.note,
+            k=body.k,
+            use_vectors=not body.no_vectors,
+            explain=body.explain,
+            touch=body.touch,
+        )
+    )
+    return _answered(request, selection.contract())
+
+
+async def context(request: Request) -> JSONResponse:
+    body = await _read(request, ContextBody)
+    ws = _state(request).workspace
+    session = await run_in_threadpool(
+        lambda: ws.context(
+            body.query,
+            budget_tokens=body.budget,
+            model=body.model,
+            k=body.k,
+            filters=body.filters(),
+            use_vectors=not body.no_vectors,
+        )
+    )
+    return _answered(request, session.contract())
+
+
+async def memory_search(request: Request) -> JSONResponse:
+    if request.method == "GET":
+        body = validated(MemorySearchBody, _query_params(request))
+    else:
+        body = await _read(request, MemorySearchBody)
+    ws = _state(request).workspace
+    memories = await run_in_threadpool(
+        lambda: ws.memory.search(body.query, k=body.k, tier=body.tier, scope=body.scope)
+    )
+    return JSONResponse({"query": body.query, "memories": [m.to_dict() for m in memories]})
+
+
+async def memory_add(request: Request) -> JSONResponse:
+    body = await _read(request, MemoryAddBody)
+    ws = _state(request).workspace
+    memory = await run_in_threadpool(
+        lambda: ws.memory.add(
+            body.text,
+            tier=body.tier,
+            scope=body.scope,
+            kind=body.kind,
+            importance=body.importance,
+            speaker=body.speaker,
+            session=body.session,
+            turn=body.turn,
+            created_at=body.created_at,
+        )
+    )
+    return JSONResponse(memory.to_dict())
+
+
+async def touch(request: Request) -> JSONResponse:
+    body = await _read(request, TouchBody)
+    ws = _state(request).workspace
+    path = await run_in_threadpool(lambda: ws.touch(body.note, kind=body.kind))
+    return JSONResponse({"path": path, "touched": True})
+
+
+async def index(request: Request) -> JSONResponse:
+    body = await _read(request, IndexBody)
+    ws = _state(request).workspace
+    report = await run_in_threadpool(lambda: ws.index(embed=body.embed, paths=body.paths))
+    return JSONResponse(report.to_dict())
+
+
+async def ask(request: Request) -> StreamingResponse:
+    """One agent turn streamed as server-sent events: `tool_call` and `tool_result` as
+    they happen, then `answer` (the TurnResult) or `error`. Nothing on the server can
+    answer `ask` permissions, so they are denied, as on a non-interactive CLI."""
+    body = await _read(request, AskBody)
+    return StreamingResponse(
+        _turn_events(_state(request).workspace, body),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+async def _turn_events(ws: Workspace, body: AskBody) -> AsyncIterator[bytes]:
+    """Run the turn in the thread pool and pass on each of its events as it is emitted."""
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
+
+    def emit(kind: str, data: dict[str, Any]) -> None:
+        loop.call_soon_threadsafe(events.put_nowait, (kind, data))
+
+    def turn() -> None:
+        try:
+            result = ws.ask(
+                body.question, session_id=body.session_id, model=body.model, on_event=emit
+            )
+            emit("answer", result.to_dict())
+        except Exception as exc:  # the stream must end with an event, not a dropped socket
+            emit("error", {"error": type(exc).__name__, "message": str(exc)})
+        finally:
+            loop.call_soon_threadsafe(events.put_nowait, None)
+
+    worker = asyncio.ensure_future(run_in_threadpool(turn))
+    while (event := await events.get()) is not None:
+        kind, data = event
+        payload = json.dumps(data, ensure_ascii=False, default=str)
+        yield f"event: {kind}\ndata: {payload}\n\n".encode()
+    await worker
+
+
 # --- the app -----------------------------------------------------------------------------
 
 
@@ -303,158 +490,7 @@ def create_app(
     read_timeout: float = READ_TIMEOUT_S,
 ) -> Starlette:
     """The API for `workspace`. CORS stays closed unless `allow_origin` names one origin."""
-    ws = workspace
-    pid = os.getpid()
-
-    async def read(request: Request, model: type[M]) -> M:
-        return await read_body(request, model, max_body, read_timeout)
-
-    def answered(contract: dict[str, Any]) -> JSONResponse:
-        """A select or context contract, saying which server process answered."""
-        contract["diagnostics"]["server_pid"] = pid
-        return JSONResponse(contract)
-
-    async def health(request: Request) -> JSONResponse:
-        """Open to anyone on this machine, so it says only that a vaultctx server answers;
-        with the token, also which vault and process."""
-        if not authorized(request.headers.get("authorization", "").encode(), token):
-            return JSONResponse({"ok": True})
-        return JSONResponse({"ok": True, "vault": str(ws.root), "pid": pid, "version": __version__})
-
-    async def status(request: Request) -> JSONResponse:
-        report = await run_in_threadpool(ws.status)
-        server = {
-            "pid": pid,
-            "watching": watcher is not None and watcher.running,
-            "indexing": watcher is not None and watcher.indexing,
-            "watch_runs": watcher.runs if watcher else 0,
-            "watch_error": watcher.last_error if watcher else None,
-        }
-        return JSONResponse({**report.to_dict(), "server": server})
-
-    async def select(request: Request) -> JSONResponse:
-        body = await read(request, SelectBody)
-        selection = await run_in_threadpool(
-            lambda: ws.select(
-                body.query,
-                k=body.k,
-                filters=body.filters(),
-                use_vectors=not body.no_vectors,
-                explain=body.explain,
-            )
-        )
-        return answered(selection.contract())
-
-    async def related(request: Request) -> JSONResponse:
-        body = await read(request, RelatedBody)
-        selection = await run_in_threadpool(
-            lambda: ws.related(
-                body.note,
-                k=body.k,
-                use_vectors=not body.no_vectors,
-                explain=body.explain,
-                touch=body.touch,
-            )
-        )
-        return answered(selection.contract())
-
-    async def context(request: Request) -> JSONResponse:
-        body = await read(request, ContextBody)
-        session = await run_in_threadpool(
-            lambda: ws.context(
-                body.query,
-                budget_tokens=body.budget,
-                model=body.model,
-                k=body.k,
-                filters=body.filters(),
-                use_vectors=not body.no_vectors,
-            )
-        )
-        return answered(session.contract())
-
-    async def memory_search(request: Request) -> JSONResponse:
-        if request.method == "GET":
-            body = validated(MemorySearchBody, _query_params(request))
-        else:
-            body = await read(request, MemorySearchBody)
-        memories = await run_in_threadpool(
-            lambda: ws.memory.search(body.query, k=body.k, tier=body.tier, scope=body.scope)
-        )
-        return JSONResponse({"query": body.query, "memories": [m.to_dict() for m in memories]})
-
-    async def memory_add(request: Request) -> JSONResponse:
-        body = await read(request, MemoryAddBody)
-        memory = await run_in_threadpool(
-            lambda: ws.memory.add(
-                body.text,
-                tier=body.tier,
-                scope=body.scope,
-                kind=body.kind,
-                importance=body.importance,
-                speaker=body.speaker,
-                session=body.session,
-                turn=body.turn,
-                created_at=body.created_at,
-            )
-        )
-        return JSONResponse(memory.to_dict())
-
-    async def touch(request: Request) -> JSONResponse:
-        body = await read(request, TouchBody)
-        path = await run_in_threadpool(lambda: ws.touch(body.note, kind=body.kind))
-        return JSONResponse({"path": path, "touched": True})
-
-    async def ask(request: Request) -> StreamingResponse:
-        """One agent turn streamed as server-sent events: `tool_call` and `tool_result` as
-        they happen, then `answer` (the TurnResult) or `error`. Nothing on the server can
-        answer `ask` permissions, so they are denied, as on a non-interactive CLI."""
-        body = await read(request, AskBody)
-        loop = asyncio.get_running_loop()
-        events: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
-
-        def emit(kind: str, data: dict[str, Any]) -> None:
-            loop.call_soon_threadsafe(events.put_nowait, (kind, data))
-
-        def turn() -> None:
-            try:
-                result = ws.ask(
-                    body.question, session_id=body.session_id, model=body.model, on_event=emit
-                )
-                emit("answer", result.to_dict())
-            except Exception as exc:  # the stream must end with an event, not a dropped socket
-                emit("error", {"error": type(exc).__name__, "message": str(exc)})
-            finally:
-                loop.call_soon_threadsafe(events.put_nowait, None)
-
-        async def stream() -> AsyncIterator[bytes]:
-            worker = asyncio.ensure_future(run_in_threadpool(turn))
-            while (event := await events.get()) is not None:
-                kind, data = event
-                payload = json.dumps(data, ensure_ascii=False, default=str)
-                yield f"event: {kind}\ndata: {payload}\n\n".encode()
-            await worker
-
-        return StreamingResponse(
-            stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}
-        )
-
-    async def index(request: Request) -> JSONResponse:
-        body = await read(request, IndexBody)
-        report = await run_in_threadpool(lambda: ws.index(embed=body.embed, paths=body.paths))
-        return JSONResponse(report.to_dict())
-
-    middleware = [Middleware(LoopbackHost)]
-    if allow_origin:
-        middleware.append(
-            Middleware(
-                CORSMiddleware,
-                allow_origins=[allow_origin],
-                allow_methods=["GET", "POST"],
-                allow_headers=["Authorization", "Content-Type"],
-            )
-        )
-    middleware.append(Middleware(BearerAuth, token=token))
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/health", health, methods=["GET"]),
             Route("/status", status, methods=["GET"]),
@@ -467,9 +503,27 @@ def create_app(
             Route("/index", index, methods=["POST"]),
             Route("/ask", ask, methods=["POST"]),
         ],
-        middleware=middleware,
+        middleware=_middleware(token, allow_origin),
         exception_handlers=_exception_handlers(),
     )
+    app.state.server = ServerState(workspace, token, watcher, max_body, read_timeout, os.getpid())
+    return app
+
+
+def _middleware(token: str, allow_origin: str | None) -> list[Middleware]:
+    """Outermost first: the Host check, CORS when an origin is allowed, then the token."""
+    middleware = [Middleware(LoopbackHost)]
+    if allow_origin:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=[allow_origin],
+                allow_methods=["GET", "POST"],
+                allow_headers=["Authorization", "Content-Type"],
+            )
+        )
+    middleware.append(Middleware(BearerAuth, token=token))
+    return middleware
 
 
 def _exception_handlers() -> dict[Any, Callable[[Request, Exception], Awaitable[JSONResponse]]]:
