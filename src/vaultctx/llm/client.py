@@ -115,84 +115,22 @@ def complete(
 
     Raises `LLMNotConfigured`, `LLMTimeout`, `LLMRateLimited` or `LLMFailed`.
     """
-    if not settings.configured or settings.model is None:
-        raise LLMNotConfigured(
-            "no model configured: pass --model, set VAULTCTX_LLM_MODEL, or run"
-            " `vaultctx config llm_model openai/gpt-4o-mini`"
-        )
+    model = _configured_model(settings)
     litellm = _litellm()
     limit = timeout if timeout is not None else settings.timeout
-    kwargs: dict[str, Any] = {
-        "model": settings.model,
-        "messages": [dict(m) for m in messages],
-        "num_retries": 0,
-        "max_retries": 0,
-        "drop_params": True,
-        **settings.litellm_kwargs(),
-    }
-    if tools:
-        kwargs["tools"] = [dict(t) for t in tools]
-        if tool_choice is not None:
-            kwargs["tool_choice"] = tool_choice
-    if response_format is not None:
-        kwargs["response_format"] = dict(response_format)
-    if temperature is not None:
-        kwargs["temperature"] = temperature
-    if max_tokens is not None:
-        kwargs["max_tokens"] = max_tokens
-
-    started_at = time.time()
-    t0 = time.perf_counter()
-    deadline = t0 + limit
-    attempts = 0
-    while True:
-        attempts += 1
-        try:
-            response = litellm.completion(
-                **kwargs, timeout=max(deadline - time.perf_counter(), 0.001)
-            )
-            break
-        except Exception as exc:  # map whatever litellm or the provider raised
-            error = _map_exception(exc, litellm)
-            retryable = isinstance(error, LLMFailed) and _transient(exc)
-            if (
-                retryable
-                and attempts <= max_retries
-                and deadline - time.perf_counter() > MIN_RETRY_WINDOW
-            ):
-                continue
-            error.record = CallRecord(
-                model=settings.model,
-                tokens_in=0,
-                tokens_out=0,
-                latency_ms=round((time.perf_counter() - t0) * 1000, 3),
-                outcome="timeout" if isinstance(error, LLMTimeout) else "error",
-                error=str(error),
-                started_at=started_at,
-                attempts=attempts,
-            )
-            raise error from exc
-    latency_ms = round((time.perf_counter() - t0) * 1000, 3)
-    usage = _usage(response)
-    choice = response.choices[0]
-    message = choice.message
-    record = CallRecord(
-        model=settings.model,
-        tokens_in=int(usage.get("prompt_tokens") or 0),
-        tokens_out=int(usage.get("completion_tokens") or 0),
-        latency_ms=latency_ms,
-        outcome="ok",
-        error=None,
-        started_at=started_at,
-        attempts=attempts,
+    kwargs = _call_kwargs(
+        model,
+        messages,
+        settings,
+        tools=tools,
+        tool_choice=tool_choice,
+        response_format=response_format,
+        temperature=temperature,
+        max_tokens=max_tokens,
     )
-    return Completion(
-        content=getattr(message, "content", None),
-        tool_calls=tuple(_tool_call(c, i) for i, c in enumerate(message.tool_calls or ())),
-        usage=usage,
-        finish_reason=getattr(choice, "finish_reason", None),
-        record=record,
-    )
+    call = _Call.start(model, limit)
+    response = _attempt_until_answered(litellm, kwargs, call, max_retries)
+    return _completion(response, call)
 
 
 def complete_structured(
@@ -239,6 +177,137 @@ def parse_json_model(text: str, schema: type[ModelT]) -> tuple[ModelT | None, st
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "answer"
         return None, f"{where}: {first['msg']}"
+
+
+@dataclass
+class _Call:
+    """One `complete` call in progress: when it started, when its time is up (for every
+    attempt together) and how many attempts it has made — what its `CallRecord` says."""
+
+    model: str
+    started_at: float  # epoch seconds, for the record
+    t0: float  # perf_counter, for latency and the deadline
+    deadline: float
+    attempts: int = 0
+
+    @classmethod
+    def start(cls, model: str, limit: float) -> _Call:
+        started_at = time.time()
+        t0 = time.perf_counter()
+        return cls(model, started_at, t0, t0 + limit)
+
+    def remaining(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def latency_ms(self) -> float:
+        return round((time.perf_counter() - self.t0) * 1000, 3)
+
+    def failed(self, error: LLMError) -> CallRecord:
+        """The record of a call that ended in `error`: no usage was reported."""
+        return CallRecord(
+            model=self.model,
+            tokens_in=0,
+            tokens_out=0,
+            latency_ms=self.latency_ms(),
+            outcome="timeout" if isinstance(error, LLMTimeout) else "error",
+            error=str(error),
+            started_at=self.started_at,
+            attempts=self.attempts,
+        )
+
+
+def _configured_model(settings: LLMSettings) -> str:
+    """The model to call; `LLMNotConfigured` before any work when there is none."""
+    if not settings.configured or settings.model is None:
+        raise LLMNotConfigured(
+            "no model configured: pass --model, set VAULTCTX_LLM_MODEL, or run"
+            " `vaultctx config llm_model openai/gpt-4o-mini`"
+        )
+    return settings.model
+
+
+def _call_kwargs(
+    model: str,
+    messages: Sequence[Message],
+    settings: LLMSettings,
+    *,
+    tools: Sequence[Mapping[str, Any]] | None,
+    tool_choice: str | Mapping[str, Any] | None,
+    response_format: Mapping[str, Any] | None,
+    temperature: float | None,
+    max_tokens: int | None,
+) -> dict[str, Any]:
+    """litellm's arguments, except the per-attempt timeout. Its own retries are off: ours
+    keep to the call's time limit. Options left unset are not sent, so the provider's
+    defaults hold; `drop_params` drops those a provider does not take."""
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "messages": [dict(m) for m in messages],
+        "num_retries": 0,
+        "max_retries": 0,
+        "drop_params": True,
+        **settings.litellm_kwargs(),
+    }
+    if tools:
+        kwargs["tools"] = [dict(t) for t in tools]
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+    if response_format is not None:
+        kwargs["response_format"] = dict(response_format)
+    if temperature is not None:
+        kwargs["temperature"] = temperature
+    if max_tokens is not None:
+        kwargs["max_tokens"] = max_tokens
+    return kwargs
+
+
+def _attempt_until_answered(
+    litellm: Any, kwargs: dict[str, Any], call: _Call, max_retries: int
+) -> Any:
+    """litellm's response to the first attempt that succeeds. Each attempt gets the time
+    left; a failure that is not retried raises as vaultctx's error, carrying the record."""
+    while True:
+        call.attempts += 1
+        try:
+            return litellm.completion(**kwargs, timeout=max(call.remaining(), 0.001))
+        except Exception as exc:  # map whatever litellm or the provider raised
+            error = _map_exception(exc, litellm)
+            if _should_retry(error, exc, call, max_retries):
+                continue
+            error.record = call.failed(error)
+            raise error from exc
+
+
+def _should_retry(error: LLMError, exc: Exception, call: _Call, max_retries: int) -> bool:
+    """Another attempt only for a transient failure, while retries are left and enough of
+    the time limit remains for it to be worth starting."""
+    retryable = isinstance(error, LLMFailed) and _transient(exc)
+    return retryable and call.attempts <= max_retries and call.remaining() > MIN_RETRY_WINDOW
+
+
+def _completion(response: Any, call: _Call) -> Completion:
+    """The answer in provider-neutral form, with the record of a call that succeeded."""
+    latency_ms = call.latency_ms()
+    usage = _usage(response)
+    choice = response.choices[0]
+    message = choice.message
+    record = CallRecord(
+        model=call.model,
+        tokens_in=int(usage.get("prompt_tokens") or 0),
+        tokens_out=int(usage.get("completion_tokens") or 0),
+        latency_ms=latency_ms,
+        outcome="ok",
+        error=None,
+        started_at=call.started_at,
+        attempts=call.attempts,
+    )
+    return Completion(
+        content=getattr(message, "content", None),
+        tool_calls=tuple(_tool_call(c, i) for i, c in enumerate(message.tool_calls or ())),
+        usage=usage,
+        finish_reason=getattr(choice, "finish_reason", None),
+        record=record,
+    )
 
 
 def _usage(response: Any) -> dict[str, Any]:
