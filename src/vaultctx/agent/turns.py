@@ -23,11 +23,11 @@ from ..permissions import Asker, Capability, PermissionGuard
 from ..pipeline.context import SessionContext
 from .compaction import compact, history_from_rows
 from .delegates import Delegates
-from .orchestrator import Orchestrator, Team
+from .orchestrator import Orchestrator, OrchestratorRun, Team
 from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model
 from .registers import ToolCallRecord
 from .session import SessionLog, SessionSummary, list_session_files
-from .skill_tools import NO_SKILLS, skills_for_turn
+from .skill_tools import NO_SKILLS, TurnSkills, skills_for_turn
 from .tools import writable_tiers
 from .trace import CompletionTrace
 from .workspace_vault import WorkspaceVault
@@ -111,6 +111,45 @@ class _Turn:
     activity: list[dict[str, Any]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _PreparedTurn:
+    """A turn ready to run: its session and number, what it may do and read, the skills it
+    is offered, and the Orchestrator's prepared messages."""
+
+    session_id: str
+    number: int
+    guard: PermissionGuard
+    vault: WorkspaceVault
+    context: SessionContext
+    skills: TurnSkills
+    preparation: TurnPreparation
+
+    def question_metadata(self, skill: SkillRun | None) -> dict[str, Any]:
+        """What the question's row records besides the question: the hashes of what was
+        sent, the gate, and the skill that was run or those that were offered."""
+        metadata: dict[str, Any] = {
+            "kind": "chat",
+            "context_hash": self.preparation.context_hash,
+            "prompt_render_hash": self.preparation.prompt_render_hash,
+            "gate": self.context.gate,
+        }
+        if skill is not None:
+            metadata["skill"] = {
+                "name": skill.skill.name,
+                "path": skill.skill.path,
+                "inputs": skill.inputs,
+            }
+        if self.skills.in_vault:
+            metadata["skills_offered"] = [entry.to_dict() for entry in self.skills.offered]
+            metadata["skills_in_vault"] = self.skills.in_vault
+        return metadata
+
+
+def _turn_number(rows: list[dict[str, Any]]) -> int:
+    """The number of the turn about to run: one more than the questions logged so far."""
+    return 1 + sum(1 for r in rows if r.get("type") == "message" and r.get("role") == "user")
+
+
 class AgentRequestHandler:
     """A session of one vault: `handle(question)` runs one turn. Pass `session_id` to
     resume an existing session; otherwise a new one is created on the first turn."""
@@ -169,20 +208,37 @@ class AgentRequestHandler:
         settings: LLMSettings,
         delegates: Delegates,
     ) -> TurnResult:
+        """Prepare the turn, log the question, run the Orchestrator, log the answer and
+        persist memory, then report what the turn did."""
+        turn = self._prepare_turn(question, skill, settings)
+        self._turn = _Turn(turn.number, turn.preparation.prompt_render_hash)
+        self._row("message", role="user", content=question, metadata=turn.question_metadata(skill))
+        orchestrator = self._orchestrator(turn, settings, delegates)
+        run = self._orchestrate(orchestrator, turn.preparation)
+        citations = self._record_answer(question, run.answer, turn)
+        return self._result(turn, orchestrator, run, citations)
+
+    def _session_log(self) -> SessionLog:
+        """The session's log; a new session's is created on its first turn."""
         if self.log is None:
             self.log = SessionLog.create(
                 sessions_dir(self.ws), vault=str(self.ws.root), version=__version__
             )
-        session_id = self.log.session_id
-        rows = self.log.rows()
-        history = history_from_rows(rows)
-        guard = PermissionGuard(self.ws.policy.current(), asker=self.asker)
-        if skill is not None:
-            guard = guard.restricted(skill.skill.capabilities)
+        return self.log
+
+    def _prepare_turn(
+        self, question: str, skill: SkillRun | None, settings: LLMSettings
+    ) -> _PreparedTurn:
+        """What the turn runs with (its session started on the first turn): its guard, the
+        context that guard lets it read, the skills on offer, and the messages prepared from
+        all of it and the session so far."""
+        log = self._session_log()
+        rows = log.rows()
+        guard = self._guard(skill)
         vault = WorkspaceVault(self.ws)
         context = readable_context(
-            self.ws.context(question, model=settings.model),
-            guard,  # same model, litellm form
+            self.ws.context(question, model=settings.model),  # same model, litellm form
+            guard,
         )
         skill_context = (
             skill.context(vault, guard, budget_tokens=self.ws.config.budget_tokens)
@@ -190,6 +246,39 @@ class AgentRequestHandler:
             else None
         )
         skills = skills_for_turn(self.ws, question) if skill is None else NO_SKILLS
+        number = _turn_number(rows)
+        preparation = self._prepare_messages(
+            question,
+            log.session_id,
+            rows,
+            number,
+            context=context,
+            skill_context=skill_context,
+            skills=skills,
+        )
+        return _PreparedTurn(log.session_id, number, guard, vault, context, skills, preparation)
+
+    def _guard(self, skill: SkillRun | None) -> PermissionGuard:
+        """The vault's policy; for a skill, only the capabilities it declares."""
+        guard = PermissionGuard(self.ws.policy.current(), asker=self.asker)
+        if skill is not None:
+            guard = guard.restricted(skill.skill.capabilities)
+        return guard
+
+    def _prepare_messages(
+        self,
+        question: str,
+        session_id: str,
+        rows: list[dict[str, Any]],
+        number: int,
+        *,
+        context: SessionContext,
+        skill_context: str | None,
+        skills: TurnSkills,
+    ) -> TurnPreparation:
+        """The Orchestrator's messages, with the session's history and the memory for
+        `question` (compacted when over the context window)."""
+        history = history_from_rows(rows)
         prepare = partial(
             self.preparer.prepare,
             session_id=session_id,
@@ -200,29 +289,16 @@ class AgentRequestHandler:
             skills=[(entry.skill.name, entry.tool) for entry in skills.offered],
             skills_in_vault=skills.in_vault,
         )
-        number = 1 + sum(1 for r in rows if r.get("type") == "message" and r.get("role") == "user")
-        preparation = self._compacted(prepare(history=history), prepare, rows, number, question)
-        self._turn = _Turn(number, preparation.prompt_render_hash)
-        metadata: dict[str, Any] = {
-            "kind": "chat",
-            "context_hash": preparation.context_hash,
-            "prompt_render_hash": preparation.prompt_render_hash,
-            "gate": context.gate,
-        }
-        if skill is not None:
-            metadata["skill"] = {
-                "name": skill.skill.name,
-                "path": skill.skill.path,
-                "inputs": skill.inputs,
-            }
-        if skills.in_vault:
-            metadata["skills_offered"] = [entry.to_dict() for entry in skills.offered]
-            metadata["skills_in_vault"] = skills.in_vault
-        self._row("message", role="user", content=question, metadata=metadata)
+        return self._compacted(prepare(history=history), prepare, rows, number, question)
+
+    def _orchestrator(
+        self, turn: _PreparedTurn, settings: LLMSettings, delegates: Delegates
+    ) -> Orchestrator:
+        """The Orchestrator and its team, with this handler as the observer that logs."""
         team = Team(
-            vault=vault,
-            guard=guard,
-            session_id=session_id,
+            vault=turn.vault,
+            guard=turn.guard,
+            session_id=turn.session_id,
             settings=settings,
             observer=self,
             delegates=delegates,
@@ -230,32 +306,58 @@ class AgentRequestHandler:
             skill_budget_tokens=self.ws.config.budget_tokens,
             skill_models=self.model is None,
         )
-        orchestrator = Orchestrator(team, skills=skills)
+        return Orchestrator(team, skills=turn.skills)
+
+    def _orchestrate(
+        self, orchestrator: Orchestrator, preparation: TurnPreparation
+    ) -> OrchestratorRun:
+        """The Orchestrator's run; a failure is logged as the turn's answer, then raised."""
         try:
-            run = orchestrator.run(preparation)
+            return orchestrator.run(preparation)
         except Exception as exc:
-            self._row("message", role="assistant", content="", metadata={"kind": "error",
-                      "error": f"{type(exc).__name__}: {exc}"})  # fmt: skip
+            self._row(
+                "message",
+                role="assistant",
+                content="",
+                metadata={"kind": "error", "error": f"{type(exc).__name__}: {exc}"},
+            )
             raise
-        citations = cited_notes(self.ws, run.answer)
+
+    def _record_answer(self, question: str, answer: str, turn: _PreparedTurn) -> tuple[str, ...]:
+        """Log the answer with the notes it cites, then persist the turn to memory.
+        Returns the citations."""
+        citations = cited_notes(self.ws, answer)
         self._row(
             "message",
             role="assistant",
-            content=run.answer,
+            content=answer,
             metadata={"kind": "chat", "citations": list(citations)},
         )
-        self._persist_memory(question, run.answer, session_id, citations, guard)
+        self._persist_memory(question, answer, turn.session_id, citations, turn.guard)
+        return citations
+
+    def _result(
+        self,
+        turn: _PreparedTurn,
+        orchestrator: Orchestrator,
+        run: OrchestratorRun,
+        citations: tuple[str, ...],
+    ) -> TurnResult:
+        """What the caller is told: the answer, its citations, what the tools and skills did,
+        one trace per model call, and the hashes and model that identify what was sent."""
+        assert self._turn is not None
+        preparation = turn.preparation
         return TurnResult(
             answer=run.answer,
             citations=citations,
             tool_activity=tuple(self._turn.activity),
             traces=tuple(orchestrator.traces),
-            session_id=session_id,
+            session_id=turn.session_id,
             context_hash=preparation.context_hash,
             prompt_render_hash=preparation.prompt_render_hash,
             model=preparation.litellm_model,
-            skills_offered=tuple(entry.to_dict() for entry in skills.offered),
-            skills_ran=tuple(skills.ran(run.records)),
+            skills_offered=tuple(entry.to_dict() for entry in turn.skills.offered),
+            skills_ran=tuple(turn.skills.ran(run.records)),
         )
 
     def _compacted(
