@@ -87,7 +87,7 @@ def filter_body(
     until: _dt.datetime | None,
     kinds: tuple[str, ...],
 ) -> dict[str, Any]:
-    """The filter options as the server's JSON body takes them (see server.app.FilterBody)."""
+    """The filter options as the server's JSON body takes them (see server.bodies.FilterBody)."""
     return {
         "path": path_glob,
         "tags": list(tags),

@@ -23,8 +23,9 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from ..errors import ServerRunning
 from ..storage.db import ProcessLock
 from ..workspace import VaultWatcher, Workspace
-from .app import MAX_BODY_BYTES, READ_TIMEOUT_S, create_app
+from .app import create_app
 from .auth import load_or_create_token, token_path
+from .bodies import MAX_BODY_BYTES, READ_TIMEOUT_S
 from .client import SERVER_FILE, ServerInfo, read_server_file, remove_server_file, write_server_file
 
 HOST = "127.0.0.1"
