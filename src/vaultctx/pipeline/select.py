@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import InvalidQuery
 from ..search.fusion import Fused, Hit
-from ..search.query import QueryTokenizer, key_terms
+from ..search.query import LexicalQuery, QueryTokenizer, key_terms
 from ..search.vectors import VectorStore
 from ..storage.language import query_languages, vault_languages
 from .candidates import BLOCK_LISTS, build_candidates, note_block_counts
@@ -276,80 +276,110 @@ class Selector:
         open_note: int | None,
     ) -> Retrieved:
         """Every retriever, side by side: vector search and plug-in retrievers in worker
-        threads, FTS5 and the graph in this one; then the vector side's feedback."""
-        conn, generation = search.conn, search.generation
+        threads while FTS5 and the graph run in this one; then the vector side's feedback."""
         model = self.ws.db.get_meta("embedding_model")
         vectors_indexed = model is not None and model == self.ws.embedder.model_id
-        want_vectors = (
-            use_vectors and search.on("vector") and vectors_indexed and search.store_size > 0
-        )
-        runs: dict[str, Run] = {}
         vector_of_query: list[np.ndarray | None] = [query_vector]
-
-        # Vector search in a worker thread: the model releases the GIL while encoding.
-        vector_future: Future[Run] | None = None
-        if want_vectors and search.allowed != set():
-            vector_future = self._executor().submit(
-                vector_run,
-                lambda: self.vectors.get(self.ws.db.connect(), generation, model),
-                lambda: self.embed_query(search.text),
-                allowed=search.allowed,
-                hidden=search.hidden,
-                out_vector=vector_of_query,
+        vector_future = None
+        if use_vectors and vectors_indexed:
+            vector_future = self._start_vector_search(search, model or "", vector_of_query)
+        plugins = self._start_plugins(search)
+        runs: dict[str, Run] = {}
+        lexical_query, runs["lexical"] = self._lexical_run(search)
+        context, runs["graph"] = self._graph_run(search, open_note)
+        runs["vector"] = Run(skipped=True)
+        query_vector = None
+        if vector_future is not None:
+            runs["vector"] = self._finish_vector_search(
+                search, vector_future, vector_of_query, runs["lexical"], model or ""
             )
-        extra_futures: dict[str, Future[Run]] = {}
+            query_vector = vector_of_query[0]
+        for name, future in plugins.items():
+            runs[name] = future.result()
+        matrix = None
+        if query_vector is not None:
+            matrix = self.vectors.get(search.conn, search.generation, model)
+        return Retrieved(runs, context, lexical_query, query_vector, matrix, vectors_indexed)
+
+    def _start_vector_search(
+        self, search: Search, model: str, out_vector: list[np.ndarray | None]
+    ) -> Future[Run] | None:
+        """The vector run, in a worker thread (the model releases the GIL while encoding);
+        None when there is nothing to search."""
+        if not search.on("vector") or search.store_size == 0 or search.allowed == set():
+            return None
+        generation = search.generation
+        return self._executor().submit(
+            vector_run,
+            lambda: self.vectors.get(self.ws.db.connect(), generation, model),
+            lambda: self.embed_query(search.text),
+            allowed=search.allowed,
+            hidden=search.hidden,
+            out_vector=out_vector,
+        )
+
+    def _start_plugins(self, search: Search) -> dict[str, Future[Run]]:
+        """Each plug-in retriever asked for (memory only when memories may be returned), in
+        a worker thread."""
+        started: dict[str, Future[Run]] = {}
+        kinds = search.filters.kinds
         for name, retriever in self.retrievers.items():
-            kinds = search.filters.kinds
             if not search.on(name) or (kinds and name not in kinds and name == "memory"):
                 continue
             request = RetrievalRequest(search.text, NOTE_DEPTH, search.filters, search.allowed)
-            extra_futures[name] = self._executor().submit(timed, retriever.retrieve, request)
+            started[name] = self._executor().submit(timed, retriever.retrieve, request)
+        return started
 
-        lexical_query = None
-        runs["lexical"] = Run(skipped=True)
-        if search.on("lexical"):
-            lexical_query, runs["lexical"] = lexical_run(
-                conn,
-                search.text,
-                self._df_cache(generation),
-                search.store_size,
-                search.languages,
-                LEXICAL_DEPTH,
+    def _lexical_run(self, search: Search) -> tuple[LexicalQuery | None, Run]:
+        if not search.on("lexical"):
+            return None, Run(skipped=True)
+        return lexical_run(
+            search.conn,
+            search.text,
+            self._df_cache(search.generation),
+            search.store_size,
+            search.languages,
+            LEXICAL_DEPTH,
+            allowed=search.allowed,
+            hidden=search.hidden,
+        )
+
+    def _graph_run(self, search: Search, open_note: int | None) -> tuple[dict[int, float], Run]:
+        if not search.on("graph"):
+            return {}, Run(skipped=True)
+        return graph_run(
+            search.conn,
+            self.graph,
+            search.generation,
+            unreadable=search.unreadable,
+            hidden=search.hidden,
+            allowed=search.allowed,
+            open_note=open_note,
+        )
+
+    def _finish_vector_search(
+        self,
+        search: Search,
+        future: Future[Run],
+        out_vector: list[np.ndarray | None],
+        lexical: Run,
+        model: str,
+    ) -> Run:
+        """The vector run, refined by feedback from what the lexical run found; the query's
+        vector is in `out_vector` once the run is done."""
+        run = future.result()
+        query_vector = out_vector[0]
+        if query_vector is not None and not run.error:
+            feedback(
+                lexical,
+                run,
+                query_vector,
+                self.vectors.get(self.ws.db.connect(), search.generation, model),
+                self.ws.config.rrf_k,
                 allowed=search.allowed,
                 hidden=search.hidden,
             )
-        context: dict[int, float] = {}
-        runs["graph"] = Run(skipped=True)
-        if search.on("graph"):
-            context, runs["graph"] = graph_run(
-                conn,
-                self.graph,
-                generation,
-                unreadable=search.unreadable,
-                hidden=search.hidden,
-                allowed=search.allowed,
-                open_note=open_note,
-            )
-
-        query_vector = None
-        runs["vector"] = Run(skipped=True)
-        if vector_future is not None:
-            runs["vector"] = vector_future.result()
-            query_vector = vector_of_query[0]
-            if query_vector is not None and not runs["vector"].error:
-                feedback(
-                    runs["lexical"],
-                    runs["vector"],
-                    query_vector,
-                    self.vectors.get(self.ws.db.connect(), generation, model),
-                    self.ws.config.rrf_k,
-                    allowed=search.allowed,
-                    hidden=search.hidden,
-                )
-        for name, future in extra_futures.items():
-            runs[name] = future.result()
-        matrix = self.vectors.get(conn, generation, model) if query_vector is not None else None
-        return Retrieved(runs, context, lexical_query, query_vector, matrix, vectors_indexed)
+        return run
 
     def _rank_notes(
         self,
