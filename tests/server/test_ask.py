@@ -3,8 +3,6 @@ the scripted OpenAI-compatible server."""
 
 from __future__ import annotations
 
-import http.client
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -12,6 +10,7 @@ import pytest
 
 from conftest import agent_children
 from llm_server import LLMServer, Reply, ToolCallReply, llm_server_fixture  # noqa: F401
+from server_helpers import stream_ask
 from vaultctx import Workspace
 from vaultctx.server.run import LocalServer
 
@@ -36,27 +35,6 @@ def served(
     for ws, server in opened:
         server.stop()
         ws.close()
-
-
-def stream_ask(server: LocalServer, body: dict) -> list[tuple[str, dict]]:
-    """POST /ask and read the event stream to its end: [(event, data)]."""
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
-    conn.request(
-        "POST",
-        "/ask",
-        body=json.dumps(body).encode(),
-        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"},
-    )
-    response = conn.getresponse()
-    assert response.status == 200
-    assert response.getheader("content-type").startswith("text/event-stream")
-    events = []
-    for chunk in response.read().decode().split("\n\n"):
-        if chunk.strip():
-            kind, data = chunk.split("\n", 1)
-            events.append((kind.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
-    conn.close()
-    return events
 
 
 def test_ask_streams_tool_activity_then_the_answer(served, llm_server: LLMServer) -> None:

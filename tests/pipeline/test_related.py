@@ -11,8 +11,7 @@ import pytest
 from click.testing import CliRunner
 from mcp.client import Client
 
-from test_mcp import run_session
-from test_server import call
+from server_helpers import call, run_session
 from vaultctx import NoteNotFound, Workspace
 from vaultctx.cli import cli
 from vaultctx.server.run import LocalServer

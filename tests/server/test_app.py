@@ -10,7 +10,7 @@ import socket
 import stat
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -18,66 +18,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from server_helpers import NOTES, call, config_dir_fixture, server_fixture, workspace_fixture  # noqa: F401
 from vaultctx import Workspace
 from vaultctx.cli import cli
 from vaultctx.config import CONFIG_DIRNAME
 from vaultctx.server.client import SERVER_FILE, read_server_file, request_server
 from vaultctx.server.run import LocalServer
-
-NOTES = {
-    "Hives/Varroa.md": "# Varroa\n\nVarroa mites weaken the colony; count them in August.\n",
-    "Hives/Feeding.md": "# Feeding\n\nFeed sugar syrup in autumn. See [[Varroa]].\n",
-    "Garden/Tomatoes.md": "---\ntags: [garden]\n---\n# Tomatoes\n\nStake tomatoes early.\n",
-}
-
-
-@pytest.fixture
-def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "config"
-    monkeypatch.setenv("VAULTCTX_CONFIG_DIR", str(path))
-    return path
-
-
-@pytest.fixture
-def workspace(make_vault: Callable[..., Path], config_dir: Path) -> Iterator[Workspace]:
-    ws = Workspace.open(make_vault(NOTES), {"embed": False})
-    ws.index()
-    yield ws
-    ws.close()
-
-
-@pytest.fixture
-def server(workspace: Workspace) -> Iterator[LocalServer]:
-    with LocalServer(workspace, watch=False, warm=False) as running:
-        yield running
-
-
-def call(
-    server: LocalServer,
-    method: str,
-    path: str,
-    body: Any = None,
-    *,
-    token: str | None = "",
-    raw: bytes | None = None,
-    headers: dict[str, str] | None = None,
-) -> tuple[int, dict[str, str], Any]:
-    """One request; `token=""` means the server's own token, None means no header."""
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    sent = dict(headers or {})
-    if token is not None:
-        sent["Authorization"] = f"Bearer {token or server.token}"
-    payload = raw if raw is not None else (None if body is None else json.dumps(body).encode())
-    if payload is not None:
-        sent.setdefault("Content-Type", "application/json")
-    try:
-        conn.request(method, path, body=payload, headers=sent)
-        response = conn.getresponse()
-        data = response.read()
-        is_json = response.getheader("content-type", "").startswith("application/json")
-        return response.status, dict(response.getheaders()), json.loads(data) if is_json else data
-    finally:
-        conn.close()
 
 
 def test_health_needs_no_token_and_names_the_vault_only_to_the_token(server: LocalServer) -> None:

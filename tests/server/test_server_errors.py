@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 from mcp.client import Client
 from mcp.server.mcpserver.exceptions import ToolError
 
-from test_mcp import run_session
-from test_server import NOTES, call
+from server_helpers import NOTES, call, run_session
 from vaultctx import ServerRunning, Workspace
 from vaultctx.mcp_server import create_mcp_server
 from vaultctx.server.client import read_server_file

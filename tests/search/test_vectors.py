@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from test_select import NOTES, HashEmbedder
+from select_helpers import NOTES, HashEmbedder
 from vaultctx import Workspace
 from vaultctx.search.vectors import (
     SPLIT_ROWS,

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import REAL_VAULTS, SHARED_DATA
-from test_select import NOTES, HashEmbedder
+from select_helpers import NOTES, HashEmbedder
 from vaultctx import EmbeddingUnavailable, Workspace
 from vaultctx.config import ConfigError, load_config
 from vaultctx.storage.embeddings import Embedder

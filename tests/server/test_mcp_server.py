@@ -2,39 +2,19 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import anyio
 import pytest
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters
 
+from server_helpers import run_session
 from vaultctx import Workspace
 
 NOTES = {
     "Hives/Varroa.md": "---\naliases: [mites]\n---\n# Varroa\n\nCount varroa mites in August.\n",
     "Hives/Feeding.md": "# Feeding\n\nFeed sugar syrup in autumn. See [[Varroa]].\n",
 }
-
-
-PASSED_ENV = ("PATH", "HOME", "PYTHONPATH", "VAULTCTX_CACHE_DIR")
-
-
-def run_session(vault: Path, steps: Callable, *flags: str) -> object:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "vaultctx", "mcp", str(vault), *flags],
-        env={k: v for k, v in os.environ.items() if k in PASSED_ENV},
-    )
-
-    async def main() -> object:
-        async with Client(params, read_timeout_seconds=60) as client:
-            return await steps(client)
-
-    return anyio.run(main)
 
 
 def test_mcp_tools_select_and_read_notes_read_only(make_vault: Callable[..., Path]) -> None:

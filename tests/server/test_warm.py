@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_select import NOTES, HashEmbedder
-from test_server import call
+from select_helpers import NOTES, HashEmbedder
+from server_helpers import call
 from vaultctx import Workspace
 from vaultctx.server.run import LocalServer
 from vaultctx.storage.embeddings import Embedder

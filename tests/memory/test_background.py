@@ -10,12 +10,10 @@ import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
+from conftest import REPO_ROOT
 from memory_helpers import HashEmbedder
 from vaultctx.memory import AgentMemoryFacade, BackgroundWriter, MemoryKind, Tier
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 class SlowFailingExtractor:
@@ -129,7 +127,7 @@ WRITER_SCRIPT = textwrap.dedent(
 
 def test_kill_9_while_writing_leaves_a_sound_database_with_every_flushed_turn(tmp_path):
     path = tmp_path / "memory.db"
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER_SCRIPT, str(path)],
         stdout=subprocess.PIPE,

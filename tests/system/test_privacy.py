@@ -26,8 +26,8 @@ from agent_model import AgentModel, agent_model_fixture, call  # noqa: F401
 from conftest import query as index_rows
 from conftest import write_files
 from llm_server import LLMServer, Reply, ToolCallReply, llm_server_fixture  # noqa: F401
-from test_server import call as http_call
-from test_server_ask import stream_ask
+from server_helpers import call as http_call
+from server_helpers import stream_ask
 from vaultctx import NoteNotFound, Workspace
 from vaultctx.cli import cli
 from vaultctx.server.run import LocalServer

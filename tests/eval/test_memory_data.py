@@ -6,20 +6,19 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO_ROOT
 
 
 @pytest.fixture(scope="module")
 def memory_data():
-    sys.path.insert(0, str(REPO / "benchmarks"))
+    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
     try:
         import memory_data
     finally:
-        sys.path.remove(str(REPO / "benchmarks"))
+        sys.path.remove(str(REPO_ROOT / "benchmarks"))
     return memory_data
 
 

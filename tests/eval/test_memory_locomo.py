@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import REPO_ROOT
 from vaultctx import Workspace
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
+DATA = REPO_ROOT.parent / "shared" / "data"
 LOCOMO = DATA / "locomo" / "locomo-dev7.json"
 
 pytestmark = pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo data not available")
@@ -26,12 +26,12 @@ pytestmark = pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo data not ava
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(REPO / "benchmarks"))
+    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
     try:
         import memory_data
         import memory_eval
     finally:
-        sys.path.remove(str(REPO / "benchmarks"))
+        sys.path.remove(str(REPO_ROOT / "benchmarks"))
     return memory_data, memory_eval
 
 
