@@ -1,5 +1,6 @@
-"""Helpers for the memory tests: a vault with an index but no model, and a tiny fake
-embedder (hashed bag of words) so the hybrid path runs without loading a model."""
+"""Helpers for the memory tests: a vault with an index but no model, a tiny fake embedder
+(hashed bag of words) so the hybrid path runs without loading a model, and one short
+conversation added turn by turn."""
 
 from __future__ import annotations
 
@@ -52,3 +53,20 @@ def indexed_vault(root: Path) -> Workspace:
     ws = Workspace.open(root)
     ws.index(embed=False)
     return ws
+
+
+TURNS = [
+    ("Jon", "I finally chose an adoption agency last week."),
+    ("Gina", "What made you pick that agency?"),
+    ("Jon", "They support LGBTQ+ folks and their counsellors are lovely."),
+    ("Gina", "I made marmalade with my grandmother on Sunday."),
+    ("Jon", "The agency visits our home in June."),
+]
+
+
+def add_turns(mem, turns=TURNS, *, scope: str = "c") -> list:
+    return [
+        mem.add(f"{speaker}: {text}", tier="channel", scope=scope, created_at="2023-05-08",
+                speaker=speaker, session="s1", turn=f"D1:{i}")
+        for i, (speaker, text) in enumerate(turns, start=1)
+    ]  # fmt: skip

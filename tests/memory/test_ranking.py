@@ -1,13 +1,166 @@
-"""The top k memories hold each moment of a conversation once, the fullest way they can."""
+"""Memory ranking, the one ranking every door uses: relevance decides and importance and
+recency only reorder near-ties (recency decaying by tier), token recall and embeddings fused
+(token recall alone when the model fails), a time the question names, episodes deduped, and
+the top k holding each moment of a conversation once, the fullest way they can."""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vaultctx.memory import Memory, MemoryKind, Tier
+from memory_helpers import HashEmbedder, add_turns, indexed_vault
+from vaultctx.memory import AgentMemoryFacade, Memory, MemoryKind, Tier
 from vaultctx.memory.models import MemorySource
 from vaultctx.memory.ranking import dedupe_moments
+
+DAY = 86400.0
+
+
+@pytest.fixture
+def ws(tmp_path: Path):
+    workspace = indexed_vault(tmp_path / "vault")
+    yield workspace
+    workspace.close()
+
+
+@pytest.fixture
+def hybrid(tmp_path: Path):
+    embedder = HashEmbedder()
+    facade = AgentMemoryFacade(
+        tmp_path / "memory.db", vault_scope="vault", user="ana", embedder=embedder
+    )
+    yield facade, embedder
+    facade.close()
+
+
+# --- relevance first; importance and recency a prior ----------------------------------------
+
+
+def test_an_old_relevant_memory_outranks_a_new_irrelevant_one(ws):
+    """Relevance decides; importance and recency only reorder near-ties. The new memory
+    shares one word with the question and is as important and recent as can be."""
+    mem = ws.memory
+    now = time.time()
+    old = mem.add("The sailing boat is moored at the marina in Porto for the winter",
+                  created_at=now - 400 * DAY, importance=0.1)  # fmt: skip
+    new = mem.add("Remember: buy a new hook for the boat on 3 May with Ana",
+                  created_at=now, importance=1.0)  # fmt: skip
+    found = mem.search("where is the sailing boat moored in winter", now=now)
+    assert [m.id for m in found] == [old.id, new.id]
+    assert found[0].scores["recency"] < 0.1 < found[1].scores["recency"]
+    assert found[0].scores["relevance"] > found[1].scores["relevance"] / 0.75
+
+
+def test_equally_relevant_memories_are_ordered_by_recency(ws):
+    mem = ws.memory
+    now = time.time()
+    old = mem.add("apple pie recipe from grandma", created_at=now - 300 * DAY)
+    new = mem.add("apple pie recipe from auntie", created_at=now - DAY)
+    assert [m.id for m in mem.search("apple pie recipe", now=now)] == [new.id, old.id]
+
+
+def test_older_memories_rank_below_equally_relevant_newer_ones(ws):
+    mem = ws.memory
+    now = time.time()
+    old = mem.add("apple pie recipe from grandma", created_at=now - 300 * DAY)
+    new = mem.add("apple pie recipe from auntie", created_at=now - DAY)
+    found = mem.search("apple pie recipe", now=now)
+    assert [m.id for m in found] == [new.id, old.id]
+    assert found[0].scores["recency"] > found[1].scores["recency"]
+
+
+def test_conversation_memories_decay_fastest_and_account_ones_slowest(ws):
+    mem = ws.memory
+    now = time.time()
+    week_ago = now - 7 * DAY
+    mem.add("bees swarm conversation", tier="conversation", scope="s", created_at=week_ago)
+    mem.add("bees swarm workspace", tier="workspace", created_at=week_ago)
+    mem.add("bees swarm account", tier="account", created_at=week_ago)
+    found = mem.search("bees swarm", session_id="s", now=now)
+    recency = {m.tier: m.scores["recency"] for m in found}
+    assert recency[Tier.CONVERSATION] < recency[Tier.WORKSPACE] < recency[Tier.ACCOUNT]
+    assert recency[Tier.CONVERSATION] == pytest.approx(0.5**7)
+
+
+def test_decay_is_relative_to_a_given_now_and_access_refreshes(ws):
+    mem = ws.memory
+    formed = time.time() - 400 * DAY
+    m = mem.add("the old hive tool is in the red box", created_at=formed)
+    fresh = mem.search("hive tool", now=formed + DAY)[0].scores["recency"]
+    stale = mem.search("hive tool", now=formed + 180 * DAY, refresh=True)[0]
+    assert fresh > 0.99 > stale.scores["recency"]
+    mem.flush()
+    refreshed = mem.get(m.id)
+    assert refreshed.access_count == 1
+    assert refreshed.last_accessed == pytest.approx(formed + 180 * DAY)
+    again = mem.search("hive tool", now=formed + 180 * DAY)[0].scores["recency"]
+    assert again == pytest.approx(1.0)
+
+
+def test_a_question_naming_a_time_prefers_memories_formed_then(ws):
+    mem = ws.memory
+    may = mem.add("Gina bought a red scarf", tier="channel", scope="c", created_at="2023-05-10")
+    june = mem.add("Gina bought a blue scarf", tier="channel", scope="c", created_at="2023-06-10")
+    found = mem.search("What scarf did Gina buy in May 2023?", channel="c", now="2023-07-01")
+    assert [m.id for m in found[:2]] == [may.id, june.id]
+    assert found[0].scores["boost"] > 1.0
+
+
+# --- token recall and embeddings, fused -----------------------------------------------------
+
+
+def test_the_hybrid_path_fuses_token_recall_and_embeddings(hybrid):
+    mem, _ = hybrid
+    mem.add("the beehive entrance faces south")
+    found = mem.search("beehive entrance", k=5)
+    assert found[0].scores.keys() >= {"token_recall_rank", "embedding_rank", "relevance"}
+    ctx = mem.retrieve_for_turn("beehive entrance", session_id="s")
+    assert ctx.diagnostics["retrieval_path"] == "hybrid_rrf"
+
+
+def test_a_failing_query_embedding_falls_back_to_token_recall(hybrid):
+    mem, embedder = hybrid
+    mem.add("the beehive entrance faces south")
+    embedder.fail = True
+    ctx = mem.retrieve_for_turn("beehive entrance", session_id="s")
+    assert ctx.diagnostics["retrieval_path"] == "token_recall_after_embed_error"
+    assert [m.text for m in ctx.entries] == ["the beehive entrance faces south"]
+    assert mem.stats["embed_errors"] >= 1
+
+
+# --- nothing twice: episodes deduped, each moment of a conversation once -------------------
+
+
+def test_episodic_results_are_deduped_by_summary_and_themes(ws):
+    mem = ws.memory
+    for scope in ("c1", "c2"):
+        mem.add("We harvested honey together", tier="channel", scope=scope, kind="episodic",
+                summary="harvest day", themes=["honey"])  # fmt: skip
+    repo = mem.repo
+    with repo.transaction() as conn:  # the same arc seen in two scopes, one result
+        conn.execute("UPDATE memories SET tier = 'workspace', scope = ?", (mem.vault_scope,))
+        conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+    ctx = mem.retrieve_for_turn("harvested honey", session_id="s")
+    assert [m.summary for m in ctx.entries] == ["harvest day"]
+
+
+def test_search_reads_deeper_when_repeats_leave_fewer_than_k(ws, monkeypatch):
+    import vaultctx.memory.ranking as ranking
+
+    monkeypatch.setattr(ranking, "OVERFETCH", 1)  # the first read holds exactly k memories
+    turns = [("Jon" if i % 2 else "Gina", f"The hive number {i} swarmed today.") for i in range(8)]
+    add_turns(ws.memory, turns)  # each turn, its exchange and its facts all match
+    found = ws.memory.search("hive swarmed", k=5, tier="channel", scope="c")
+    assert len(found) == 5
+    shown: set[str] = set()
+    for m in found:  # and none mostly repeats what an earlier one holds (an arc holds none)
+        assert 2 * len(set(m.source.turns) & shown) <= len(m.source.turns)
+        if not (m.key or "").startswith("arc:"):
+            shown |= set(m.source.turns)
 
 
 def memory(name: str, *turns: str, score: float = 1.0, arc: bool = False) -> Memory:

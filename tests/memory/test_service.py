@@ -1,24 +1,15 @@
-"""One retrieval path for every caller: `add` with a speaker derives what a chat turn derives,
-`search` ranks as a turn's context does, recency is a prior and forgetting is for real."""
+"""`AgentMemoryFacade`, one door for every caller: `add` with a speaker derives what a chat
+turn derives, `search` returns what a turn's context does, each scope's memories are seen only
+in it, and forgetting is for real."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
-from memory_helpers import indexed_vault
-from vaultctx.memory import MemoryKind
-
-DAY = 86400.0
-TURNS = [
-    ("Jon", "I finally chose an adoption agency last week."),
-    ("Gina", "What made you pick that agency?"),
-    ("Jon", "They support LGBTQ+ folks and their counsellors are lovely."),
-    ("Gina", "I made marmalade with my grandmother on Sunday."),
-    ("Jon", "The agency visits our home in June."),
-]
+from memory_helpers import TURNS, add_turns, indexed_vault
+from vaultctx.memory import MemoryKind, Tier
 
 
 @pytest.fixture
@@ -28,42 +19,11 @@ def ws(tmp_path: Path):
     workspace.close()
 
 
-def add_turns(mem, turns=TURNS, *, scope: str = "c") -> list:
-    return [
-        mem.add(f"{speaker}: {text}", tier="channel", scope=scope, created_at="2023-05-08",
-                speaker=speaker, session="s1", turn=f"D1:{i}")
-        for i, (speaker, text) in enumerate(turns, start=1)
-    ]  # fmt: skip
-
-
 def persist_turns(mem, turns=TURNS, *, channel: str = "c") -> None:
     for i, (speaker, text) in enumerate(turns, start=1):
         mem.persist_turn(text, session_id="s1", channel=channel, turn_id=f"D1:{i}",
                          at="2023-05-08", user_name=speaker, tier="channel")  # fmt: skip
     mem.flush()
-
-
-def test_an_old_relevant_memory_outranks_a_new_irrelevant_one(ws):
-    """Relevance decides; importance and recency only reorder near-ties. The new memory
-    shares one word with the question and is as important and recent as can be."""
-    mem = ws.memory
-    now = time.time()
-    old = mem.add("The sailing boat is moored at the marina in Porto for the winter",
-                  created_at=now - 400 * DAY, importance=0.1)  # fmt: skip
-    new = mem.add("Remember: buy a new hook for the boat on 3 May with Ana",
-                  created_at=now, importance=1.0)  # fmt: skip
-    found = mem.search("where is the sailing boat moored in winter", now=now)
-    assert [m.id for m in found] == [old.id, new.id]
-    assert found[0].scores["recency"] < 0.1 < found[1].scores["recency"]
-    assert found[0].scores["relevance"] > found[1].scores["relevance"] / 0.75
-
-
-def test_equally_relevant_memories_are_ordered_by_recency(ws):
-    mem = ws.memory
-    now = time.time()
-    old = mem.add("apple pie recipe from grandma", created_at=now - 300 * DAY)
-    new = mem.add("apple pie recipe from auntie", created_at=now - DAY)
-    assert [m.id for m in mem.search("apple pie recipe", now=now)] == [new.id, old.id]
 
 
 def test_add_with_a_speaker_derives_an_exchange_that_search_finds(ws):
@@ -125,16 +85,48 @@ def test_forgetting_a_turn_leaves_nothing_findable_by_either_door(ws, door):
     assert mem.search("adoption agency", tier="channel", scope="c")  # the rest stays
 
 
-def test_search_reads_deeper_when_repeats_leave_fewer_than_k(ws, monkeypatch):
-    import vaultctx.memory.ranking as ranking
+def test_a_conversation_memory_never_leaks_into_another_conversation(ws):
+    mem = ws.memory
+    mem.persist_turn("The secret word is marmalade.", session_id="s1")
+    mem.flush()
+    own = mem.retrieve_for_turn("secret word marmalade", session_id="s1")
+    other = mem.retrieve_for_turn("secret word marmalade", session_id="s2")
+    assert any(m.tier is Tier.CONVERSATION and m.scope == "s1" for m in own.entries)
+    assert all(m.tier is not Tier.CONVERSATION for m in other.entries)
+    assert all(m.scope != "s1" for m in mem.search("marmalade", session_id="s2"))
 
-    monkeypatch.setattr(ranking, "OVERFETCH", 1)  # the first read holds exactly k memories
-    turns = [("Jon" if i % 2 else "Gina", f"The hive number {i} swarmed today.") for i in range(8)]
-    add_turns(ws.memory, turns)  # each turn, its exchange and its facts all match
-    found = ws.memory.search("hive swarmed", k=5, tier="channel", scope="c")
-    assert len(found) == 5
-    shown: set[str] = set()
-    for m in found:  # and none mostly repeats what an earlier one holds (an arc holds none)
-        assert 2 * len(set(m.source.turns) & shown) <= len(m.source.turns)
-        if not (m.key or "").startswith("arc:"):
-            shown |= set(m.source.turns)
+
+def test_channel_memories_are_seen_only_in_their_channel(ws):
+    mem = ws.memory
+    mem.add("The release is on Friday", tier="channel", scope="team-a")
+    assert mem.search("release Friday", channel="team-a")
+    assert mem.search("release Friday", channel="team-b") == []
+    assert mem.search("release Friday") == []
+
+
+def test_memory_kinds_can_be_searched_alone(ws):
+    mem = ws.memory
+    mem.add("hive rule: never open in rain", kind="procedural")
+    mem.add("hive fact: twelve frames")
+    assert {m.kind for m in mem.search("hive", kinds=["procedural"])} == {MemoryKind.PROCEDURAL}
+
+
+def test_one_speaker_turns_form_exchanges_and_a_moment_is_recalled_once(ws):
+    mem = ws.memory
+    said = [("Jon", "What made you pick that agency?"), ("Gina", "They support LGBTQ+ folks.")]
+    for i, (speaker, text) in enumerate(said):
+        mem.persist_turn(
+            text, session_id="s1", channel="c", turn_id=f"D1:{i + 1}", user_name=speaker,
+            at=f"2023-05-08T13:0{i}:00", tier="channel",
+        )  # fmt: skip
+    mem.flush()
+    exchange = next(m for m in mem.list(tier="channel", scope="c") if m.key and "exchange" in m.key)
+    assert exchange.source.turns == ("D1:1", "D1:2")
+    assert exchange.text == "Jon: What made you pick that agency?\nGina: They support LGBTQ+ folks."
+    ctx = mem.retrieve_for_turn("Why did Gina pick the agency?", session_id="s2", channel="c")
+    covered: set[str] = set()
+    for m in ctx.entries:  # no entry only repeats turns an earlier entry already holds
+        assert not set(m.source.turns) <= covered
+        if not (m.key or "").startswith("arc:"):  # an arc holds first sentences only
+            covered |= set(m.source.turns)
+    assert {"D1:1", "D1:2"} <= covered

@@ -1,5 +1,6 @@
-"""Context: the notes the user has open decide between notes that match a question equally,
-the most recent touch most of all, and a hub linked to everything wins nothing by it.
+"""The graph walk around the context: the notes the user has open decide between notes that
+match a question equally, the most recent touch most of all, and a hub linked to everything
+wins nothing by it.
 
 Lexical-only selects on small built vaults: the graph's lift applies to whatever retrievers
 ran, so no model is needed to check how context ranks.

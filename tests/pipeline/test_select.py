@@ -8,21 +8,17 @@ numpy without loading torch. One slow test uses the real model.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from select_helpers import NOTES, HashEmbedder
 from vaultctx import EmbeddingUnavailable, InvalidQuery, Workspace
-from vaultctx.cli import cli
 
 
 class BrokenEmbedder(HashEmbedder):
@@ -265,51 +261,6 @@ def test_a_note_edited_after_select_is_found_by_its_new_words(ws, vault):
     assert paths(ws.select("zeppelin", retrievers=["lexical"]))[:1] == ["Reference/Unrelated.md"]
 
 
-def test_cli_select_json_contract(vault):
-    runner = CliRunner()
-    assert runner.invoke(cli, ["index", str(vault), "--no-embed"]).exit_code == 0
-    result = runner.invoke(cli, ["select", "queen hives", "-V", str(vault), "--json", "-k", "3"])
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
-    assert set(data) == {"query", "candidates", "diagnostics"}
-    candidate = data["candidates"][0]
-    assert {"id", "kind", "path", "heading", "text", "score", "sources"} <= set(candidate)
-    assert candidate["kind"] == "block"
-    assert {"rank", "score"} == set(next(iter(candidate["sources"].values())))
-    for key in ("select_ms", "lexical_ms", "lexical_hits", "store_size", "retrieval_path"):
-        assert key in data["diagnostics"]
-
-
-def test_cli_select_table_explain_and_filters(vault):
-    runner = CliRunner()
-    runner.invoke(cli, ["index", str(vault), "--no-embed"])
-    result = runner.invoke(
-        cli, ["select", "hives", "-V", str(vault), "--explain", "--tag", "bees", "--no-vectors"]
-    )
-    assert result.exit_code == 0, result.output
-    assert "FTS query" in result.output and "Journal/2025" in result.output
-
-
-def test_cli_select_empty_query_is_one_line_error(vault):
-    runner = CliRunner()
-    runner.invoke(cli, ["index", str(vault), "--no-embed"])
-    result = runner.invoke(cli, ["select", "  ", "-V", str(vault)])
-    assert result.exit_code != 0
-    assert "empty" in result.output and "Traceback" not in result.output
-
-
-def test_cli_open_records_an_access_that_seeds_the_graph(vault):
-    runner = CliRunner()
-    runner.invoke(cli, ["index", str(vault), "--no-embed"])
-    opened = runner.invoke(cli, ["open", "Draft", "-V", str(vault), "--json"])
-    assert json.loads(opened.output)["path"] == "Work/Draft.md"
-    result = runner.invoke(
-        cli, ["select", "newsletter", "-V", str(vault), "--json", "--no-vectors", "--explain"]
-    )
-    context = json.loads(result.output)["explain"]["graph"]["context"]
-    assert [c["path"] for c in context] == ["Work/Draft.md"]
-
-
 def test_touch_an_unknown_note_is_a_clear_error(ws):
     from vaultctx import NoteNotFound
 
@@ -398,34 +349,6 @@ def test_a_settings_line_that_links_to_a_feature_yields_to_the_feature_note(make
     else:
         assert notes[:2] == ["Settings.md", "Folding.md"]  # the pointer, not the words, decides
         assert selection.explain["pointers"] == []
-
-
-def test_large_matrices_are_scored_in_two_halves_with_the_same_result():
-    from concurrent.futures import ThreadPoolExecutor
-
-    from vaultctx.search.vectors import SPLIT_ROWS, dot_rows
-
-    rng = np.random.default_rng(0)
-    matrix = rng.standard_normal((SPLIT_ROWS + 7, 16)).astype(np.float32)
-    vector = rng.standard_normal(16).astype(np.float32)
-    with ThreadPoolExecutor(1) as helper:
-        halves = dot_rows(matrix, vector, helper)
-    np.testing.assert_allclose(halves, matrix @ vector, rtol=1e-5, atol=1e-5)
-
-
-def test_rows_for_notes_finds_every_block_of_the_notes():
-    from vaultctx.search.vectors import VectorMatrix
-
-    note_ids = np.array([3, 1, 3, 2, 1, 3], dtype=np.int64)
-    order = np.argsort(note_ids, kind="stable")
-    matrix = VectorMatrix(
-        None, "m", np.arange(6, dtype=np.int64), note_ids, np.zeros((6, 2), np.float32),
-        note_order=order, sorted_note_ids=note_ids[order],
-    )  # fmt: skip
-    assert matrix.rows_for_notes(np.array([3, 9], dtype=np.int64)).tolist() == [0, 2, 5]
-    assert matrix.rows_for_notes(np.array([1], dtype=np.int64)).tolist() == [1, 4]
-    assert matrix.rows_for_notes(np.array([7], dtype=np.int64)).tolist() == []
-    assert matrix.block_counts(np.array([1, 2, 3, 7], dtype=np.int64)).tolist() == [2, 1, 3, 0]
 
 
 def test_close_waits_for_a_search_an_interrupted_select_left_running(vault, monkeypatch):

@@ -1,4 +1,5 @@
-"""The in-memory vector matrix: int8 codes with a scale per row, scored like float32."""
+"""The in-memory vector matrix: large ones scored in two halves, the rows of given notes, and
+int8 codes with a scale per row, scored like float32."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from vaultctx import Workspace
 from vaultctx.search.vectors import (
     SPLIT_ROWS,
     Int8Matrix,
+    VectorMatrix,
     VectorStore,
     dot_rows,
     load_matrix,
@@ -76,6 +78,28 @@ def test_large_int8_matrices_are_scored_in_two_halves_with_the_same_result() -> 
     with ThreadPoolExecutor(1) as helper:
         halves = dot_rows(matrix, vector, helper)
     np.testing.assert_allclose(halves, dot_rows(matrix, vector), rtol=1e-5, atol=1e-6)
+
+
+def test_large_matrices_are_scored_in_two_halves_with_the_same_result():
+    rng = np.random.default_rng(0)
+    matrix = rng.standard_normal((SPLIT_ROWS + 7, 16)).astype(np.float32)
+    vector = rng.standard_normal(16).astype(np.float32)
+    with ThreadPoolExecutor(1) as helper:
+        halves = dot_rows(matrix, vector, helper)
+    np.testing.assert_allclose(halves, matrix @ vector, rtol=1e-5, atol=1e-5)
+
+
+def test_rows_for_notes_finds_every_block_of_the_notes():
+    note_ids = np.array([3, 1, 3, 2, 1, 3], dtype=np.int64)
+    order = np.argsort(note_ids, kind="stable")
+    matrix = VectorMatrix(
+        None, "m", np.arange(6, dtype=np.int64), note_ids, np.zeros((6, 2), np.float32),
+        note_order=order, sorted_note_ids=note_ids[order],
+    )  # fmt: skip
+    assert matrix.rows_for_notes(np.array([3, 9], dtype=np.int64)).tolist() == [0, 2, 5]
+    assert matrix.rows_for_notes(np.array([1], dtype=np.int64)).tolist() == [1, 4]
+    assert matrix.rows_for_notes(np.array([7], dtype=np.int64)).tolist() == []
+    assert matrix.block_counts(np.array([1, 2, 3, 7], dtype=np.int64)).tolist() == [2, 1, 3, 0]
 
 
 @pytest.fixture
