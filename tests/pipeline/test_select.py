@@ -354,7 +354,7 @@ def test_a_settings_line_that_links_to_a_feature_yields_to_the_feature_note(make
 def test_close_waits_for_a_search_an_interrupted_select_left_running(vault, monkeypatch):
     """Ctrl-C (or any error) in the calling thread leaves the vector search running in its
     worker; closing the workspace under it would close SQLite under a running statement."""
-    import vaultctx.pipeline.retrievers as select_module
+    import vaultctx.pipeline.retrievers as retrievers
 
     embedder = SlowEmbedder()
     ws = Workspace.open(vault, embedder=embedder)
@@ -364,7 +364,7 @@ def test_close_waits_for_a_search_an_interrupted_select_left_running(vault, monk
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(select_module, "context_seeds", interrupted)
+    monkeypatch.setattr(retrievers, "context_seeds", interrupted)
     with pytest.raises(KeyboardInterrupt):
         ws.select("smoker pine needles")
     assert not embedder.finished.is_set()  # the search is still running

@@ -1,0 +1,121 @@
+"""What select and memory share when they search two ways at once (`search.hybrid`), and the
+bm25 runner both use (`search.query.run_bm25`), on a real FTS5 table."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vaultctx.errors import EmbeddingUnavailable
+from vaultctx.search.hybrid import (
+    HYBRID,
+    after_embed_error,
+    meanwhile,
+    model_failure,
+    share_of_best,
+)
+from vaultctx.search.query import FTS_TOKENIZER, QueryTokenizer, build_query, run_bm25
+
+
+def test_the_embedding_runs_while_the_caller_searches():
+    started, release = threading.Event(), threading.Event()
+
+    def embed(text: str) -> str:
+        started.set()
+        release.wait(5)
+        return text.upper()
+
+    with ThreadPoolExecutor(1) as pool:
+        result = meanwhile(pool, embed, "bees")
+        assert started.wait(5)  # already running before anyone asks for it
+        release.set()
+        assert result() == "BEES"
+
+
+def test_without_a_pool_the_embedding_waits_until_it_is_asked_for():
+    calls = []
+    result = meanwhile(None, lambda text: calls.append(text) or len(text), "hive")
+    assert calls == []
+    assert result() == 4 and calls == ["hive"]
+
+
+def test_a_broken_model_is_one_line_and_the_path_says_so():
+    assert model_failure(RuntimeError("CUDA is not here")) == "RuntimeError: CUDA is not here"
+    assert model_failure(EmbeddingUnavailable("no model at ./m")) == "no model at ./m"
+    assert after_embed_error("token_recall") == "token_recall_after_embed_error"
+    assert after_embed_error(HYBRID) != HYBRID
+
+
+@given(st.floats(-10, 10), st.floats(-10, 10))
+def test_a_share_of_the_best_is_never_negative_and_the_best_is_whole(score, best):
+    share = share_of_best(score, best)
+    assert share >= 0
+    if best > 0:
+        assert share_of_best(best, best) == 1.0
+    else:
+        assert share == 0.0
+
+
+@pytest.fixture
+def notes_fts():
+    conn = sqlite3.connect(":memory:")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE docs_fts USING fts5(title, text, tokenize='{FTS_TOKENIZER}')"
+    )
+    conn.execute("CREATE TABLE docs (id INTEGER PRIMARY KEY, folder TEXT)")
+    rows = [
+        (1, "Queen", "the queen lays eggs in the brood frames", "bees"),
+        (2, "Smoker", "light the smoker before opening the hive", "bees"),
+        (3, "Queen cells", "queen cells mean the colony will swarm: queen, queen", "bees"),
+        (4, "Sourdough", "feed the starter, then light the oven", "kitchen"),
+    ]
+    for rowid, title, text, folder in rows:
+        conn.execute(
+            "INSERT INTO docs_fts(rowid, title, text) VALUES (?, ?, ?)", (rowid, title, text)
+        )
+        conn.execute("INSERT INTO docs VALUES (?, ?)", (rowid, folder))
+    yield conn
+    conn.close()
+
+
+def query(conn: sqlite3.Connection, text: str):
+    return build_query(text, QueryTokenizer(conn, "docs_fts"), 4)
+
+
+def test_bm25_ranks_best_first_with_higher_scores(notes_fts):
+    found = run_bm25(notes_fts, "docs_fts", query(notes_fts, "queen"), (1.0, 1.0), 10)
+    assert [rowid for rowid, _ in found] == [3, 1]
+    assert found[0][1] > found[1][1] > 0
+
+
+def test_column_weights_decide_between_a_title_and_a_passing_mention(notes_fts):
+    built = query(notes_fts, "smoker hive")
+    by_title = run_bm25(notes_fts, "docs_fts", built, (10.0, 1.0), 10)
+    assert by_title[0][0] == 2
+
+
+def test_a_join_and_conditions_keep_only_some_rows(notes_fts):
+    built = query(notes_fts, "light")
+    everywhere = run_bm25(notes_fts, "docs_fts", built, (1.0, 1.0), 10)
+    in_kitchen = run_bm25(
+        notes_fts,
+        "docs_fts",
+        built,
+        (1.0, 1.0),
+        10,
+        join="docs d ON d.id = f.rowid",
+        where=["d.folder = ?"],
+        args=["kitchen"],
+    )
+    assert sorted(r for r, _ in everywhere) == [2, 4]
+    assert [r for r, _ in in_kitchen] == [4]
+
+
+def test_nothing_to_match_or_no_room_runs_no_query(notes_fts):
+    assert run_bm25(notes_fts, "docs_fts", query(notes_fts, "the and of"), (1.0, 1.0), 10) == []
+    assert run_bm25(notes_fts, "docs_fts", query(notes_fts, "queen"), (1.0, 1.0), 0) == []
