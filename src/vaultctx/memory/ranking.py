@@ -2,9 +2,17 @@
 
 Relevance fuses, by reciprocal rank, an FTS5 bm25 search ("token recall"), a nearest-
 neighbour search over memory embeddings and, when the query names a time, token recall
-among memories formed then; the embedding is computed in a worker thread while FTS5 searches.
-Rank fusion alone cannot tell a clear match from the best of weak ones, so each memory's
-fused relevance is scaled by how close its raw scores come to each list's best.
+among memories formed then; the embedding is computed in a worker thread while FTS5 searches
+(`search.hybrid`). Rank fusion alone cannot tell a clear match from the best of weak ones, so
+each memory's fused relevance is scaled by how close its raw scores come to each list's best.
+
+Why rank fusion here, when notes are fused by their shares of each list's best
+(`pipeline.note_ranking`): on LoCoMo (both doors, 1,033 questions) fusing memories the notes'
+way, lists weighted equally, gives R@10 0.851 against 0.852 and R@5 0.800 against 0.800 —
+a tie, within ±0.008 per conversation — and weighting the embedding list twice, as select
+does, loses (R@10 0.840, R@5 0.792). Notes moved to scores because a lift for what the user
+has open must not drown how well notes match; memories have no such lift, and the shares
+already scale their relevance (`STRENGTH`).
 
 The query is read for who it is about: the names of people who said memories in these scopes
 are taken out of the text that is matched (a name matches every line its speaker said) and
