@@ -40,6 +40,11 @@ def code_env(baseline: str | None = None, **extra: str) -> dict[str, str]:
     return env
 
 
+# The path label of a select that used both lists: `hybrid` (before issue 26, `hybrid_rrf`, which
+# a baseline checkout still says).
+HYBRID_PATHS = ("hybrid", "hybrid_rrf")
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile (q in [0, 100]) of a non-empty list."""
     ordered = sorted(values)

@@ -31,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (
+    HYBRID_PATHS,
     check,
     code_env,
     emit_figures,
@@ -125,7 +126,7 @@ def measure(root: Path, queries: list[str], floor_queries: list[str]) -> dict:
             wall.append((time.perf_counter() - started) * 1000)
             for name in parts:
                 parts[name].append(selection.diagnostics[f"{name}_ms"])
-            assert selection.diagnostics["retrieval_path"] == "hybrid_rrf"
+            assert selection.diagnostics["retrieval_path"] in HYBRID_PATHS
         matrix_mb = getattr(matrix.matrix, "nbytes", 0) / 2**20
     rss["end"] = rss_mb()
     return {

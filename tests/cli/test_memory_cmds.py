@@ -124,7 +124,7 @@ def test_a_real_model_recalls_a_paraphrase_token_recall_misses(tmp_path, model):
         mem.add("The orchard hives were treated for varroa mites.")
         assert mem.search("Which dog did she get?", kinds=["semantic"], k=1)[0].id == fact.id
         ctx = mem.retrieve_for_turn("Which dog did she get?", session_id="s")
-        assert ctx.diagnostics["retrieval_path"] == "hybrid_rrf"
+        assert ctx.diagnostics["retrieval_path"] == "hybrid"
         again = mem.add("Caroline adopted a puppy in the spring.")
         assert again.id == fact.id  # near-duplicate by embedding: merged
 

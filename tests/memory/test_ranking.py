@@ -119,7 +119,7 @@ def test_the_hybrid_path_fuses_token_recall_and_embeddings(hybrid):
     found = mem.search("beehive entrance", k=5)
     assert found[0].scores.keys() >= {"token_recall_rank", "embedding_rank", "relevance"}
     ctx = mem.retrieve_for_turn("beehive entrance", session_id="s")
-    assert ctx.diagnostics["retrieval_path"] == "hybrid_rrf"
+    assert ctx.diagnostics["retrieval_path"] == "hybrid"
 
 
 def test_a_failing_query_embedding_falls_back_to_token_recall(hybrid):

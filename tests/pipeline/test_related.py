@@ -127,6 +127,6 @@ def test_with_vectors_the_note_is_its_own_query_vector(
     with Workspace.open(root, embedder=embedder) as ws:
         ws.index()
         selection = ws.related("Varroa", k=5)
-        assert selection.diagnostics["retrieval_path"] == "hybrid_rrf"
+        assert selection.diagnostics["retrieval_path"] == "hybrid"
         assert "vector" in selection.candidates[0].sources
         assert "Varroa.md" not in [c.path for c in selection.candidates]

@@ -73,7 +73,7 @@ def test_select_fuses_lexical_vector_and_graph_with_provenance(ws):
     assert {"lexical", "vector"} <= set(top.sources)
     assert all(s.rank >= 1 for s in top.sources.values())
     d = selection.diagnostics
-    assert d["retrieval_path"] == "hybrid_rrf"
+    assert d["retrieval_path"] == "hybrid"
     for name in ("lexical", "vector", "graph"):
         assert f"{name}_ms" in d and f"{name}_hits" in d
     assert d["store_size"] == ws.status().blocks
@@ -158,7 +158,7 @@ def test_an_empty_query_is_a_clear_error(ws, query):
 )
 def test_fts_syntax_in_queries_never_raises(ws, query):
     selection = ws.select(query)
-    assert selection.diagnostics["retrieval_path"] == "hybrid_rrf"
+    assert selection.diagnostics["retrieval_path"] == "hybrid"
 
 
 @settings(
@@ -273,7 +273,7 @@ def test_real_model_ranks_by_meaning(example_vault: Path, embedder):
     with Workspace.open(example_vault, embedder=embedder) as ws:
         ws.index()
         selection = ws.select("how do I stop the colony from leaving", k=5)
-    assert selection.diagnostics["retrieval_path"] == "hybrid_rrf"
+    assert selection.diagnostics["retrieval_path"] == "hybrid"
     assert selection.diagnostics["vector_feedback"] > 0
     assert "Reference/Swarming.md" in [n.path for n in selection.notes()]
 

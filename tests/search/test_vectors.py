@@ -167,7 +167,7 @@ def test_the_store_keeps_int8_by_default_and_float32_on_request(indexed) -> None
     assert isinstance(VectorStore().get(conn, "g", model).matrix, Int8Matrix)
     assert VectorStore("float32").get(conn, "g", model).matrix.dtype == np.float32
     selection = indexed.select("smoker pine needles", k=3)
-    assert selection.diagnostics["retrieval_path"] == "hybrid_rrf"
+    assert selection.diagnostics["retrieval_path"] == "hybrid"
     assert selection.candidates[0].path == "Equipment/Smoker.md"
 
 

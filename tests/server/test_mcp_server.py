@@ -118,4 +118,4 @@ def test_mcp_with_vectors_answers_its_first_select_with_the_model(
 
     selected = run_session(vault, steps)
     assert not selected.is_error
-    assert selected.structured_content["diagnostics"]["retrieval_path"] == "hybrid_rrf"
+    assert selected.structured_content["diagnostics"]["retrieval_path"] == "hybrid"

@@ -74,7 +74,7 @@ def test_the_server_answers_while_the_model_loads_and_its_first_select_waits_for
         first.join(30)
     status, _, body = answers[0]
     assert status == 200
-    assert body["diagnostics"]["retrieval_path"] == "hybrid_rrf"  # it waited, no fallback
+    assert body["diagnostics"]["retrieval_path"] == "hybrid"  # it waited, no fallback
     assert body["candidates"][0]["path"] == "Equipment/Smoker.md"
 
 

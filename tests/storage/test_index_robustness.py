@@ -202,7 +202,7 @@ def test_a_run_killed_while_embedding_leaves_vectors_that_status_counts_and_sele
     assert stored_vectors(db_file(vault)) == 32 == status.vectors < status.blocks
     assert status.model == FakeEmbedder().model_id
     assert status.last_indexed is not None, "the text index was complete before embedding"
-    assert selection.diagnostics["retrieval_path"] == "hybrid_rrf"
+    assert selection.diagnostics["retrieval_path"] == "hybrid"
     assert selection.diagnostics["vector_hits"] == 32
 
 
@@ -260,7 +260,7 @@ def test_status_and_select_after_kill_9_during_the_first_embedding_run(tmp_path,
     assert status["model"] == embedder.model_id
     with Workspace.open(vault, embedder=embedder) as ws:
         selection = ws.select("apiary log number 7", k=5)
-    assert selection.diagnostics["retrieval_path"] == "hybrid_rrf"
+    assert selection.diagnostics["retrieval_path"] == "hybrid"
     assert selection.diagnostics["vector_hits"] > 0
 
 

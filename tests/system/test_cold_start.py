@@ -83,6 +83,6 @@ def test_hybrid_select_runs_the_model_without_torch(example_vault: Path, embedde
         ws.index()
     query = "keeping the colony from leaving"
     output, loaded = run_probe("select", query, "-V", str(example_vault), "--json")
-    assert json.loads(output)["diagnostics"]["retrieval_path"] == "hybrid_rrf"
+    assert json.loads(output)["diagnostics"]["retrieval_path"] == "hybrid"
     model_stack = ("torch", "sentence_transformers", "transformers")
     assert [m for m in loaded if m.split(".")[0] in model_stack] == []

@@ -101,7 +101,7 @@ from typing import Any
 import numpy as np
 
 from ..search.fusion import DEFAULT_RRF_K, Hit, rrf_fuse
-from ..search.hybrid import HYBRID, after_embed_error, meanwhile, share_of_best
+from ..search.hybrid import HYBRID, after_embed_error, meanwhile, model_failure, share_of_best
 from .extract import ARC_KEY
 from .models import Memory, MemoryKind, Tier
 from .places import Target
@@ -272,7 +272,7 @@ def hybrid_search(
         if hits
     }
     scored = _score(targets, ranked, now, half_lives, rrf_k, reading)
-    error = None if failure is None else f"{type(failure).__name__}: {failure}"
+    error = None if failure is None else model_failure(failure)
     return Ranking(targets, scored, path, error)
 
 

@@ -24,7 +24,7 @@ from ..errors import EmbeddingUnavailable
 T = TypeVar("T")
 
 # Path labels (`retrieval_path` in diagnostics): which lists answered.
-HYBRID = "hybrid_rrf"  # the lexical and the vector list both ran
+HYBRID = "hybrid"  # the lexical and the vector list both ran (however they were fused)
 
 
 def after_embed_error(lexical_path: str) -> str:
