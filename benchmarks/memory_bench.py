@@ -98,7 +98,7 @@ def build_store(path: Path, n: int, embedder: Embedder) -> None:
         for start in range(0, n, 512):
             chunk = drafts[start : start + 512]
             vectors = embedder.encode([d.text for d in chunk], batch_size=128)
-            mem.repo.write(list(zip(chunk, vectors, strict=True)), merge=False)
+            mem.repo.save(list(zip(chunk, vectors, strict=True)), merge=False)
             print(f"  embedded {start + len(chunk)}/{n}", end="\r", flush=True)
     print(f"\n  built {n} memories in {time.perf_counter() - started:.0f}s")
 

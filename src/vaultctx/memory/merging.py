@@ -1,4 +1,4 @@
-"""Writing drafts: each becomes a new memory, or updates the memory it repeats — the same key,
+"""Saving drafts: each becomes a new memory, or updates the memory it repeats — the same key,
 the same summary and themes, or (facts and rules) a nearly identical embedding."""
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ class WriteResult:
     merged: bool  # True: an existing memory was updated instead of a new one inserted
 
 
-class DraftWriting:
-    """The write half of `MemoryRepository`: drafts in, memories out, in one transaction."""
+class DraftMerging:
+    """The write half of `MemoryRepository`: drafts in, memories out, in one transaction —
+    each draft a new memory, or merged into the live memory it repeats."""
 
     model_id: str | None
     mirror: VectorMirror
@@ -66,10 +67,10 @@ class DraftWriting:
     _bump: Callable[[sqlite3.Connection], int]
     _after_commit: Callable[..., None]
 
-    def write(
+    def save(
         self, drafts: Sequence[tuple[MemoryDraft, np.ndarray | None]], *, merge: bool = True
     ) -> list[WriteResult]:
-        """Write drafts in one transaction: all of them or, after a crash, none.
+        """Save drafts in one transaction: all of them or, after a crash, none.
 
         With `merge`, a draft with the key, or the summary and themes, of a live memory in its
         scope — or a fact or rule nearly identical by embedding — updates that memory.

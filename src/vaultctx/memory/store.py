@@ -19,7 +19,7 @@ import numpy as np
 
 from ..search.query import QueryTokenizer, build_query, run_bm25
 from ..storage.db import IndexDatabase
-from .merging import DraftWriting
+from .merging import DraftMerging
 from .migrations import migrate_memory
 from .mirror import Scope, VectorMirror
 from .models import Memory, MemoryKind, Tier
@@ -39,7 +39,7 @@ class ScoreRow(NamedTuple):
     speaker: str | None
 
 
-class MemoryRepository(DraftWriting):
+class MemoryRepository(DraftMerging):
     """One memory database: `memory.db` beside the index, or the account's own file."""
 
     def __init__(self, path: Path, *, model_id: str | None = None) -> None:

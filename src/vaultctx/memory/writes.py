@@ -94,7 +94,7 @@ class MemoryWrites:
             group = [(i, d) for i, d in enumerate(drafts) if (d[0].tier is Tier.ACCOUNT) == account]
             if group:
                 repo = self.places.account(create=True) if account else self.places.repo
-                results = repo.write([d for _, d in group])  # type: ignore[union-attr]
+                results = repo.save([d for _, d in group])  # type: ignore[union-attr]
                 written |= {i: r.memory for (i, _), r in zip(group, results, strict=True)}
         if self.on_write is not None:
             self.on_write()
