@@ -236,12 +236,9 @@ def hybrid_search(
 
     # The model encodes while FTS5 searches (`search.hybrid.meanwhile`); the nearest-neighbour
     # product itself takes well under a millisecond.
-    vector_of_query: Callable[[], np.ndarray] | None = None
-    if use_vectors:
-        vector_of_query = (
-            (lambda: query_vector) if query_vector is not None
-            else meanwhile(pool, embed, reading.content)  # type: ignore[arg-type]
-        )  # fmt: skip
+    pending: Callable[[], np.ndarray] | None = None
+    if use_vectors and query_vector is None:
+        pending = meanwhile(pool, embed, reading.content)  # type: ignore[arg-type]
 
     ranked: dict[str, list[Hit]] = {"token_recall": [], "temporal": []}
     for i, (repo, scopes) in enumerate(targets):
@@ -252,9 +249,10 @@ def hybrid_search(
             ranked["temporal"] += [Hit(f"{i}:{r}", s) for r, s in found]
 
     failure: Exception | None = None
-    if vector_of_query is not None:
+    if use_vectors:
         try:
-            query_vector = vector_of_query()
+            if pending is not None:
+                query_vector = pending()
             found_vec = [
                 Hit(f"{i}:{r}", s)
                 for i in with_vectors

@@ -94,6 +94,7 @@ class Search:
     allowed: set[int] | None  # the notes the filters select; None: every note
     languages: Sequence[str]
     enabled: set[str] | None  # the retrievers asked for; None: all
+    open_note: int | None  # the note asked about (`related`)
 
     def on(self, name: str) -> bool:
         return self.enabled is None or name in self.enabled

@@ -206,7 +206,7 @@ class Selector:
         vault's languages, or the one of them the query is written in)."""
         started = time.perf_counter()
         search = self._search(query, k, filters, retrievers, open_note, languages)
-        found = self._retrieve(search, use_vectors, query_vector, open_note)
+        found = self._retrieve(search, use_vectors, query_vector)
         owners = dict(found.runs["lexical"].owners)
         if found.matrix is not None:
             owners.update(block_owners(found.matrix, found.runs["vector"].hits))
@@ -265,7 +265,7 @@ class Selector:
         enabled = set(retrievers) if retrievers is not None else None
         return Search(
             text, conn, generation, store_size, filters, unreadable, hidden, allowed,
-            languages, enabled,
+            languages, enabled, open_note,
         )  # fmt: skip
 
     def _retrieve(
@@ -273,7 +273,6 @@ class Selector:
         search: Search,
         use_vectors: bool,
         query_vector: np.ndarray | None,
-        open_note: int | None,
     ) -> Retrieved:
         """Every retriever, side by side: vector search and plug-in retrievers in worker
         threads while FTS5 and the graph run in this one; then the vector side's feedback."""
@@ -286,7 +285,7 @@ class Selector:
         plugins = self._start_plugins(search)
         runs: dict[str, Run] = {}
         lexical_query, runs["lexical"] = self._lexical_run(search)
-        context, runs["graph"] = self._graph_run(search, open_note)
+        context, runs["graph"] = self._graph_run(search)
         runs["vector"] = Run(skipped=True)
         query_vector = None
         if vector_future is not None:
@@ -344,7 +343,7 @@ class Selector:
             hidden=search.hidden,
         )
 
-    def _graph_run(self, search: Search, open_note: int | None) -> tuple[dict[int, float], Run]:
+    def _graph_run(self, search: Search) -> tuple[dict[int, float], Run]:
         if not search.on("graph"):
             return {}, Run(skipped=True)
         return graph_run(
@@ -354,7 +353,7 @@ class Selector:
             unreadable=search.unreadable,
             hidden=search.hidden,
             allowed=search.allowed,
-            open_note=open_note,
+            open_note=search.open_note,
         )
 
     def _finish_vector_search(
