@@ -200,8 +200,30 @@ def build_query(
     languages: Sequence[str] = ("en",),
 ) -> LexicalQuery:
     """`languages`: what the query is read in (`language.query_languages`); English reads
-    every word as written."""
+    every word as written. Quoted phrases are taken out first; the other words become terms,
+    of which those the index holds are kept, rarest first, within the postings budget."""
     dropped: dict[str, str] = {}
+    rest, phrases = _take_phrases(text, tokenizer, languages)
+    candidates, prefixes, seen = _candidate_terms(rest, tokenizer, languages, dropped)
+    freqs = tokenizer.doc_freqs([stem for stem, _, _ in candidates])
+    if languages[0] != "en":
+        _add_compound_parts(candidates, freqs, seen, languages[0], tokenizer)
+    kept = _within_budget(candidates, freqs, total_blocks, dropped)
+    return LexicalQuery(
+        match=_match_expression(kept, prefixes, phrases),
+        terms=tuple(stem for stem, _, _ in kept),
+        languages=tuple(languages),
+        phrases=tuple(phrases),
+        prefixes=tuple(prefixes),
+        dropped=dropped,
+    )
+
+
+def _take_phrases(
+    text: str, tokenizer: QueryTokenizer, languages: Sequence[str]
+) -> tuple[str, list[str]]:
+    """The text without its quoted phrases, and the phrases (read in the query's language);
+    a quoted single word stays in the text as a word."""
     phrases: list[str] = []
 
     def take_phrase(m: re.Match[str]) -> str:
@@ -212,10 +234,16 @@ def build_query(
         if len(tokenizer.stems(inner)) > 1:
             phrases.append(" ".join(inner.split()))
             return " "
-        return f" {inner} "  # a quoted single word is just a word
+        return f" {inner} "
 
-    rest = _PHRASE.sub(take_phrase, text).replace('"', " ")
+    return _PHRASE.sub(take_phrase, text).replace('"', " "), phrases
 
+
+def _candidate_terms(
+    rest: str, tokenizer: QueryTokenizer, languages: Sequence[str], dropped: dict[str, str]
+) -> tuple[list[tuple[str, str, str]], list[str], set[str]]:
+    """Each distinct term of the words as (stem, form asked for, as written), the `word*`
+    prefixes, and the stems seen; stop-words and single letters go to `dropped`."""
     # (what the index is asked for, as the user wrote it, prefix?)
     raw_tokens = [
         (form, m.group(0).rstrip("*"), bool(m.group(1)))
@@ -225,9 +253,8 @@ def build_query(
     stems = tokenizer.stems(" ".join(form for form, _, _ in raw_tokens))
     if len(stems) != len(raw_tokens):  # tokenizer disagreement: trust the index's terms
         raw_tokens = [(stem, stem, False) for stem in stems]
-
     prefixes: list[str] = []
-    candidates: list[tuple[str, str, str]] = []  # (stem, form, as written)
+    candidates: list[tuple[str, str, str]] = []
     seen: set[str] = set()
     for (form, token, is_prefix), stem in zip(raw_tokens, stems, strict=False):
         if is_prefix and len(token) >= 2:
@@ -241,10 +268,17 @@ def build_query(
             dropped[token.lower()] = "stop-word"
             continue
         candidates.append((stem, form, token))
+    return candidates, prefixes, seen
 
-    freqs = tokenizer.doc_freqs([stem for stem, _, _ in candidates])
-    if languages[0] != "en":
-        _add_compound_parts(candidates, freqs, seen, languages[0], tokenizer)
+
+def _within_budget(
+    candidates: list[tuple[str, str, str]],
+    freqs: dict[str, int],
+    total_blocks: int,
+    dropped: dict[str, str],
+) -> list[tuple[str, str, str]]:
+    """The candidates the index holds, rarest first: at most MAX_TERMS, and a common term
+    only while the query's postings stay within POSTINGS_BUDGET. The rest go to `dropped`."""
     present = [c for c in candidates if freqs.get(c[0], 0) > 0]
     found = {token.lower() for _, _, token in present}
     for _, _, token in candidates:
@@ -253,36 +287,33 @@ def build_query(
     present.sort(key=lambda c: (freqs[c[0]], c[0]))
     for _, _, token in present[MAX_TERMS:]:
         dropped[token.lower()] = "query too long"
-    rare: list[tuple[str, str, str]] = []
+    kept: list[tuple[str, str, str]] = []
     postings = 0
     for stem, form, token in present[:MAX_TERMS]:
         common = freqs[stem] > COMMON_TERM_SHARE * total_blocks
-        if common and rare and postings + freqs[stem] > POSTINGS_BUDGET:
+        if common and kept and postings + freqs[stem] > POSTINGS_BUDGET:
             dropped[token.lower()] = f"too common ({freqs[stem]} of {total_blocks} blocks)"
             continue
-        rare.append((stem, form, token))
+        kept.append((stem, form, token))
         postings += freqs[stem]
+    return kept
 
-    clauses = [_quote(form) for _, form, _ in rare]
+
+def _match_expression(
+    kept: list[tuple[str, str, str]], prefixes: list[str], phrases: list[str]
+) -> str | None:
+    """The FTS5 MATCH: every phrase required, the terms and prefixes OR'ed to rank what has
+    them; None when nothing is left to match."""
+    clauses = [_quote(form) for _, form, _ in kept]
     clauses += [f"{_quote(p)}*" for p in prefixes]
     phrase_clauses = [_quote(p) for p in phrases]
     if phrase_clauses and clauses:
-        # A phrase is a requirement; the other words rank the blocks that have it.
-        match = " AND ".join(phrase_clauses) + " AND (" + " OR ".join(clauses) + ")"
-    elif phrase_clauses:
-        match = " AND ".join(phrase_clauses)
-    elif clauses:
-        match = " OR ".join(clauses)
-    else:
-        match = None
-    return LexicalQuery(
-        match=match,
-        terms=tuple(stem for stem, _, _ in rare),
-        languages=tuple(languages),
-        phrases=tuple(phrases),
-        prefixes=tuple(prefixes),
-        dropped=dropped,
-    )
+        return " AND ".join(phrase_clauses) + " AND (" + " OR ".join(clauses) + ")"
+    if phrase_clauses:
+        return " AND ".join(phrase_clauses)
+    if clauses:
+        return " OR ".join(clauses)
+    return None
 
 
 def run_bm25(
