@@ -42,6 +42,15 @@ def eventually(ws: Workspace, query: str, expected: list[str], timeout: float = 
     pytest.fail(f"{query!r} still finds {paths_for(ws, query)}, expected {expected}")
 
 
+def save(path: Path, text: str) -> None:
+    """Write a note the way editors save one: a temporary file renamed over it. `write_text`
+    truncates first, and a query that runs between the truncation and the write rightly finds
+    the note empty, which the load below would take for a broken candidate."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
 class QueryLoad:
     """Queries in background threads for as long as a test edits the vault."""
 
@@ -77,10 +86,10 @@ def test_edits_creates_deletes_and_renames_become_searchable_while_querying(
 ) -> None:
     root = workspace.root
     with workspace.watch(embed=False), QueryLoad(workspace) as load:
-        (root / "Hives/Quokka.md").write_text("# Quokka\n\nA quokka visited the apiary.\n")
+        save(root / "Hives/Quokka.md", "# Quokka\n\nA quokka visited the apiary.\n")
         assert eventually(workspace, "quokka", ["Hives/Quokka.md"]) < 5
 
-        (root / "Hives/Varroa.md").write_text("# Varroa\n\nOxalic acid treatment in winter.\n")
+        save(root / "Hives/Varroa.md", "# Varroa\n\nOxalic acid treatment in winter.\n")
         eventually(workspace, "oxalic", ["Hives/Varroa.md"])
         eventually(workspace, "weaken", [])
 
