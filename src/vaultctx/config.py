@@ -134,15 +134,6 @@ class Config(BaseModel):
     def keys(cls) -> list[str]:
         return list(cls.model_fields)
 
-    def memory_half_lives(self) -> dict[str, float]:
-        """Days until a memory's recency halves, by tier name."""
-        return {
-            "conversation": self.memory_half_life_days_conversation,
-            "channel": self.memory_half_life_days_channel,
-            "workspace": self.memory_half_life_days_workspace,
-            "account": self.memory_half_life_days_account,
-        }
-
 
 def default(key: str) -> Any:
     """A setting's default: the one place it is written is its `Config` field."""

@@ -51,8 +51,9 @@ DEFAULT_TURN_K = 8
 
 
 def tier_half_lives(config: Config) -> dict[Tier, float]:
-    """The configured half-life of each tier's recency, in days."""
-    return {Tier(name): days for name, days in config.memory_half_lives().items()}
+    """The configured half-life of each tier's recency, in days
+    (`memory_half_life_days_<tier>`)."""
+    return {tier: getattr(config, f"memory_half_life_days_{tier.value}") for tier in Tier}
 
 
 def _user() -> str:
