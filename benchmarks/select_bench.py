@@ -111,8 +111,9 @@ def measure(root: Path, queries: list[str], floor_queries: list[str]) -> dict:
             started = time.perf_counter()
             embedder.encode_query(q)
             embed_ms.append((time.perf_counter() - started) * 1000)
-        conn = ws.db.connect()
-        matrix = ws.selector.vectors.get(conn, ws.generation, embedder.model_id)
+        # A baseline from before `Vault.reads` loads the matrix from a connection.
+        reads = getattr(ws, "reads", None) or ws.db.connect()
+        matrix = ws.selector.vectors.get(reads, ws.generation, embedder.model_id)
         vectors = [embedder.encode_query(q) for q in floor_queries[:60]]
         scan_ms = []
         for vector in vectors:

@@ -25,8 +25,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from vaultctx import Embedder, EmbeddingUnavailable
-from vaultctx.search.query import FTS_TOKENIZER
 from vaultctx.storage.language import analyse
+from vaultctx.storage.lexical import FTS_TOKENIZER
 
 # Shared CI machines are slow and uneven: property tests judge correctness, never speed.
 settings.register_profile(

@@ -81,7 +81,7 @@ def test_an_old_touch_weighs_less_than_a_new_one(twins):
             "INSERT INTO accesses(note_id, at, kind) VALUES (?, ?, 'touch')",
             (ids["Sync/Introduction.md"], now - 60),
         )
-    seeds = context_seeds(conn, note_count=5, now=now)
+    seeds = context_seeds(twins.reads, note_count=5, now=now)
     new, old = seeds[ids["Sync/Introduction.md"]], seeds[ids["Publish/Introduction.md"]]
     assert new == pytest.approx(1.0, abs=1e-3)
     assert old == pytest.approx(0.25 * 0.5**3, rel=1e-3)  # second in order, three days old

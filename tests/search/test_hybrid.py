@@ -1,5 +1,5 @@
 """What select and memory share when they search two ways at once (`search.hybrid`), and the
-bm25 runner both use (`search.query.run_bm25`), on a real FTS5 table."""
+bm25 runner both use (`storage.lexical.run_bm25`), on a real FTS5 table."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from vaultctx.search.hybrid import (
     model_failure,
     share_of_best,
 )
-from vaultctx.search.query import FTS_TOKENIZER, QueryTokenizer, build_query, run_bm25
+from vaultctx.search.query import QueryTokenizer, build_query
+from vaultctx.storage.lexical import FTS_TOKENIZER, FtsTerms, run_bm25
 
 
 def test_the_embedding_runs_while_the_caller_searches():
@@ -84,7 +85,7 @@ def notes_fts():
 
 
 def query(conn: sqlite3.Connection, text: str):
-    return build_query(text, QueryTokenizer(conn, "docs_fts"), 4)
+    return build_query(text, QueryTokenizer(FtsTerms(conn, "docs_fts")), 4)
 
 
 def test_bm25_ranks_best_first_with_higher_scores(notes_fts):

@@ -112,8 +112,8 @@ def indexed(make_vault):
 def test_the_int8_store_finds_what_the_float32_store_finds(indexed) -> None:
     conn = indexed.db.connect()
     model = indexed.embedder.model_id
-    exact = load_matrix(conn, "g", model, "float32")
-    small = load_matrix(conn, "g", model, "int8")
+    exact = load_matrix(indexed.reads, "g", model, "float32")
+    small = load_matrix(indexed.reads, "g", model, "int8")
     assert isinstance(exact.matrix, np.ndarray) and isinstance(small.matrix, Int8Matrix)
     assert exact.block_ids.tolist() == small.block_ids.tolist()
     assert exact.block_ids.tolist() == sorted(exact.block_ids.tolist())  # rows in block order
@@ -144,7 +144,7 @@ def test_note_maxima_of_a_few_rows_equal_those_of_the_whole_matrix_with_the_rest
 ) -> None:
     """Feedback scores only a pool of rows; its notes must rank as if every other row had
     scored -inf."""
-    matrix = load_matrix(indexed.db.connect(), "g", indexed.embedder.model_id)
+    matrix = load_matrix(indexed.reads, "g", indexed.embedder.model_id)
     rng = np.random.default_rng(0)
     for _ in range(50):
         rows = np.sort(rng.choice(matrix.size, size=rng.integers(1, matrix.size), replace=False))
@@ -162,10 +162,9 @@ def test_note_maxima_of_a_few_rows_equal_those_of_the_whole_matrix_with_the_rest
 
 
 def test_the_store_keeps_int8_by_default_and_float32_on_request(indexed) -> None:
-    conn = indexed.db.connect()
     model = indexed.embedder.model_id
-    assert isinstance(VectorStore().get(conn, "g", model).matrix, Int8Matrix)
-    assert VectorStore("float32").get(conn, "g", model).matrix.dtype == np.float32
+    assert isinstance(VectorStore().get(indexed.reads, "g", model).matrix, Int8Matrix)
+    assert VectorStore("float32").get(indexed.reads, "g", model).matrix.dtype == np.float32
     selection = indexed.select("smoker pine needles", k=3)
     assert selection.diagnostics["retrieval_path"] == "hybrid"
     assert selection.candidates[0].path == "Equipment/Smoker.md"
@@ -174,6 +173,6 @@ def test_the_store_keeps_int8_by_default_and_float32_on_request(indexed) -> None
 def test_an_index_without_vectors_gives_an_empty_matrix(make_vault) -> None:
     with Workspace.open(make_vault(NOTES), embedder=HashEmbedder()) as ws:
         ws.index(embed=False)
-        matrix = load_matrix(ws.db.connect(), "g", ws.embedder.model_id)
+        matrix = load_matrix(ws.reads, "g", ws.embedder.model_id)
     assert matrix.size == 0
     assert matrix.search(np.ones(64, np.float32), 5)[0].size == 0

@@ -25,6 +25,7 @@ from vaultctx.storage.language import (
     query_languages,
     word_terms,
 )
+from vaultctx.storage.lexical import FtsTerms
 
 # One sentence in every language a note can be read in, as a user of it would write it.
 SENTENCES = {
@@ -156,7 +157,7 @@ def test_a_block_is_found_by_each_of_its_own_words_read_in_its_language(words, l
         "INSERT INTO blocks_fts(rowid, title, heading_path, text) VALUES (1, '', '', ?)",
         (analyse(" ".join(words), language),),
     )
-    tokenizer = QueryTokenizer(conn)
+    tokenizer = QueryTokenizer(FtsTerms(conn))
     for word in words:
         built = build_query(word, tokenizer, 1, (language,))
         if built.match is None:  # a stop-word, or a single letter

@@ -17,8 +17,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..search.query import QueryTokenizer, build_query, run_bm25
+from ..search.query import QueryTokenizer, build_query
 from ..storage.db import IndexDatabase
+from ..storage.lexical import FtsTerms, run_bm25
 from .merging import DraftMerging
 from .migrations import migrate_memory
 from .mirror import Scope, VectorMirror
@@ -281,7 +282,7 @@ class MemoryRepository(DraftMerging):
         conn = self.connect()
         tokenizer = getattr(self._secure, "tokenizer", None)
         if tokenizer is None:
-            tokenizer = self._secure.tokenizer = QueryTokenizer(conn, "memories_fts")
+            tokenizer = self._secure.tokenizer = QueryTokenizer(FtsTerms(conn, "memories_fts"))
         tokenizer.df_cache.clear()  # memories change with every turn: count afresh
         total = max(1, self.mirror.size)
         built = build_query(text, tokenizer, total)

@@ -7,9 +7,8 @@ the context found shows its block nearest the query by embedding, else its first
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,11 +17,14 @@ from ..search.vectors import VectorMatrix, dot_rows
 from .models import Candidate, CandidateKind, Source
 from .note_ranking import RankedNote, block_order, note_id, note_key
 
+if TYPE_CHECKING:
+    from ..storage.index_reads import IndexReads
+
 BLOCK_LISTS = ("lexical", "vector")
 
 
 def build_candidates(
-    conn: sqlite3.Connection,
+    reads: IndexReads,
     ranked: Sequence[RankedNote],
     hits: Mapping[str, Sequence[Hit]],
     owners: Mapping[str, int],
@@ -55,14 +57,14 @@ def build_candidates(
     chosen: dict[str, list[str]] = {
         note_key(n): blocks
         for n, blocks in note_blocks(
-            conn, notes, block_lists, owners, max_per_note, rrf_k, matrix, query_vector
+            reads, notes, block_lists, owners, max_per_note, rrf_k, matrix, query_vector
         ).items()
     }
     for r in top:
         if r.key in payloads:
             chosen[r.key] = [r.key]
     ordered = block_order(top, chosen)[:k]
-    rows = block_rows(conn, [_id(key) for key, *_ in ordered if key.startswith("block:")])
+    rows = reads.block_rows([_id(key) for key, *_ in ordered if key.startswith("block:")])
     block_ranks = {
         name: {hit.key: (rank, hit.score) for rank, hit in enumerate(found, 1)}
         for name, found in block_lists.items()
@@ -90,7 +92,7 @@ def build_candidates(
 
 
 def note_blocks(
-    conn: sqlite3.Connection,
+    reads: IndexReads,
     notes: list[int],
     block_lists: Mapping[str, Sequence[Hit]],
     owners: Mapping[str, int],
@@ -119,73 +121,17 @@ def note_blocks(
                 chosen.setdefault(note, [f"block:{int(matrix.block_ids[row])}"])
     still = [note for note in missing if note not in chosen]
     if still:
-        rows = conn.execute(
-            "SELECT note_id, min(id) FROM blocks WHERE ordinal = 0 AND note_id IN"
-            f" ({','.join('?' * len(still))}) GROUP BY note_id",
-            still,
-        )
-        chosen.update({note: [f"block:{block}"] for note, block in rows})
+        first = reads.first_blocks(still)
+        chosen.update({note: [f"block:{block}"] for note, block in first.items()})
     return chosen
 
 
-def block_notes(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, int]:
+def block_notes(reads: IndexReads, keys: Sequence[str]) -> dict[str, int]:
     """The note of each `block:<id>` key."""
     ids = sorted({_id(key) for key in keys if key.startswith("block:")})
     if not ids:
         return {}
-    rows = conn.execute(
-        f"SELECT id, note_id FROM blocks WHERE id IN ({','.join('?' * len(ids))})", ids
-    )
-    return {f"block:{block_id}": note for block_id, note in rows}
-
-
-def block_rows(conn: sqlite3.Connection, ids: list[int]) -> dict[int, dict[str, Any]]:
-    if not ids:
-        return {}
-    rows = conn.execute(
-        "SELECT b.id, b.note_id, n.path, n.title, b.heading, b.heading_path, b.text,"
-        " b.start_line, b.end_line, b.tokens FROM blocks b JOIN notes n ON n.id = b.note_id"
-        f" WHERE b.id IN ({','.join('?' * len(ids))})",
-        ids,
-    )
-    return {
-        r[0]: {
-            "id": f"block:{r[0]}",
-            "kind": "block",
-            "block_id": r[0],
-            "note_id": r[1],
-            "path": r[2],
-            "title": r[3],
-            "heading": r[4],
-            "heading_path": r[5],
-            "text": r[6],
-            "start_line": r[7],
-            "end_line": r[8],
-            "tokens": r[9],
-        }
-        for r in rows
-    }
-
-
-def note_paths(conn: sqlite3.Connection, note_ids: Sequence[int]) -> dict[int, str]:
-    """{note id: path} of the given notes that are in the index."""
-    if not note_ids:
-        return {}
-    marks = ",".join("?" * len(note_ids))
-    return dict(conn.execute(f"SELECT id, path FROM notes WHERE id IN ({marks})", list(note_ids)))
-
-
-def note_block_counts(conn: sqlite3.Connection, note_ids: Sequence[int]) -> dict[int, int]:
-    """{note id: its number of blocks}: how long each note is."""
-    if not note_ids:
-        return {}
-    marks = ",".join("?" * len(note_ids))
-    return dict(
-        conn.execute(
-            f"SELECT note_id, count(*) FROM blocks WHERE note_id IN ({marks}) GROUP BY note_id",
-            list(note_ids),
-        )
-    )
+    return {f"block:{block_id}": note for block_id, note in reads.block_notes(ids).items()}
 
 
 def _id(key: str) -> int:

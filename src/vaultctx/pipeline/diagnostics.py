@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..search.hybrid import HYBRID, after_embed_error
-from .candidates import note_paths
 from .note_ranking import LENGTH_CORRECTION, note_id
 from .retrievers import Retrieved, Run, Search
 
@@ -48,7 +47,7 @@ def explanation(
     correction, the notes that traded places, the filters and the weights."""
     runs, context = found.runs, found.context
     traded = [(note_id(a), note_id(b)) for a, b in pointers]
-    paths = note_paths(search.conn, [*context, *(n for pair in traded for n in pair)])
+    paths = search.reads.note_paths([*context, *(n for pair in traded for n in pair)])
     return {
         "lexical": found.lexical_query.explain() if found.lexical_query else None,
         "graph": {

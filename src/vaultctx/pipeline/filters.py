@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import sqlite3
+from typing import TYPE_CHECKING
 
 from .models import Filters
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from ..storage.index_reads import IndexReads
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -32,23 +37,16 @@ def _frontmatter_matches(frontmatter: dict, key: str, expected: str) -> bool:
     return value is not None and str(value).lower() == expected.lower()
 
 
-def allowed_notes(conn: sqlite3.Connection, filters: Filters) -> set[int]:
-    clauses, params = [], []
-    if filters.modified_after is not None:
-        clauses.append("mtime_ns >= ?")
-        params.append(int(filters.modified_after.timestamp() * 1e9))
-    if filters.modified_before is not None:
-        clauses.append("mtime_ns < ?")
-        params.append(int(filters.modified_before.timestamp() * 1e9))
-    for tag in filters.tags:
-        tag = tag.lower().lstrip("#")
-        # a tag filter also matches nested tags: 'pests' matches 'pests/varroa'
-        clauses.append("id IN (SELECT note_id FROM tags WHERE tag = ? OR tag LIKE ? ESCAPE '\\')")
-        params.extend(
-            [tag, tag.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"]
-        )
-    where = " WHERE " + " AND ".join(clauses) if clauses else ""
-    rows = conn.execute(f"SELECT id, path, frontmatter FROM notes{where}", params)
+def _ns(when: datetime | None) -> int | None:
+    return None if when is None else int(when.timestamp() * 1e9)
+
+
+def allowed_notes(reads: IndexReads, filters: Filters) -> set[int]:
+    rows = reads.notes_matching(
+        _ns(filters.modified_after),
+        _ns(filters.modified_before),
+        [tag.lower().lstrip("#") for tag in filters.tags],
+    )
     allowed: set[int] = set()
     for note_id, path, frontmatter_json in rows:
         if filters.path and not path_matches(path, filters.path):

@@ -20,15 +20,18 @@ Numpy only: a lexical-only query never pays for importing networkx or scipy.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..storage.graph import LINK_KIND_WEIGHTS
+
+if TYPE_CHECKING:
+    from ..storage.index_reads import IndexReads
 
 BACKLINK_FACTOR = 0.5  # a note linking to the open one is related, less than one it links to
 ORDER_DECAY = 0.25
@@ -66,15 +69,10 @@ class LinkGraph:
         return idx[self.note_ids[idx] == ids]
 
 
-def load_link_graph(conn: sqlite3.Connection, generation: str | None) -> LinkGraph:
-    note_ids = np.fromiter(
-        (r[0] for r in conn.execute("SELECT id FROM notes ORDER BY id")), dtype=np.int64
-    )
+def load_link_graph(reads: IndexReads, generation: str | None) -> LinkGraph:
+    note_ids = np.fromiter(reads.note_ids(), dtype=np.int64)
     weights: dict[tuple[int, int], float] = {}
-    for source, target, kind in conn.execute(
-        "SELECT source_id, target_id, kind FROM links"
-        " WHERE target_id IS NOT NULL AND target_id != source_id"
-    ):
+    for source, target, kind in reads.resolved_links():
         w = LINK_KIND_WEIGHTS.get(kind, 1.0)
         weights[(source, target)] = weights.get((source, target), 0.0) + w
         weights[(target, source)] = weights.get((target, source), 0.0) + w * BACKLINK_FACTOR
@@ -103,42 +101,30 @@ class LinkGraphStore:
         self._lock = threading.Lock()
         self._current: LinkGraph | None = None
 
-    def get(self, conn: sqlite3.Connection, generation: str | None) -> LinkGraph:
+    def get(self, reads: IndexReads, generation: str | None) -> LinkGraph:
         current = self._current
         if current is not None and current.generation == generation:
             return current
         with self._lock:
             if self._current is None or self._current.generation != generation:
-                self._current = load_link_graph(conn, generation)
+                self._current = load_link_graph(reads, generation)
             return self._current
 
 
-def context_seeds(
-    conn: sqlite3.Connection, note_count: int, now: float | None = None
-) -> dict[int, float]:
+def context_seeds(reads: IndexReads, note_count: int, now: float | None = None) -> dict[int, float]:
     """What the user is working on, as note id -> weight. Notes opened or touched: the most
     recent weighs 1, each older one ORDER_DECAY times the one after it. Notes edited lately,
     ranked the same way among themselves at EDIT_FACTOR, unless a sync or import changed
     so many at once that mtimes say nothing. Everything fades with age."""
     now = time.time() if now is None else now
-    touched = conn.execute(
-        "SELECT note_id, max(at) AS last FROM accesses GROUP BY note_id"
-        " ORDER BY last DESC, note_id LIMIT ?",
-        (MAX_ACCESS_SEEDS,),
-    ).fetchall()
+    touched = reads.recent_accesses(MAX_ACCESS_SEEDS)
     cutoff_ns = int((now - EDIT_WINDOW_S) * 1e9)
-    (recent,) = conn.execute(
-        "SELECT count(*) FROM notes WHERE mtime_ns >= ?", (cutoff_ns,)
-    ).fetchone()
+    recent = reads.count_edited_since(cutoff_ns)
     edited = []
     if not (recent > MAX_EDIT_SEEDS and recent > note_count * 0.1):
         edited = [
             (note, mtime_ns / 1e9)
-            for note, mtime_ns in conn.execute(
-                "SELECT id, mtime_ns FROM notes WHERE mtime_ns >= ?"
-                " ORDER BY mtime_ns DESC, id LIMIT ?",
-                (cutoff_ns, MAX_EDIT_SEEDS),
-            )
+            for note, mtime_ns in reads.edited_since(cutoff_ns, MAX_EDIT_SEEDS)
         ]
     seeds: dict[int, float] = {}
     for events, factor in ((touched, 1.0), (edited, EDIT_FACTOR)):
@@ -167,20 +153,12 @@ def proximity(graph: LinkGraph, seeds: dict[int, float]) -> dict[int, float]:
     return {note: min(value, 1.0) for note, value in near.items()}
 
 
-def passage_links(conn: sqlite3.Connection, block_ids: Sequence[int]) -> dict[int, set[int]]:
+def passage_links(reads: IndexReads, block_ids: Sequence[int]) -> dict[int, set[int]]:
     """The other notes each block links to (wiki and Markdown links that resolve; an embed
     shows its note's text in place, so it points nowhere else): {block id: note ids}."""
     if not block_ids:
         return {}
-    marks = ",".join("?" * len(block_ids))
-    rows = conn.execute(
-        "SELECT b.id, l.target_id FROM blocks b"
-        " JOIN links l ON l.source_id = b.note_id AND l.block_ordinal = b.ordinal"
-        f" WHERE b.id IN ({marks}) AND l.kind != 'embed'"
-        " AND l.target_id IS NOT NULL AND l.target_id != b.note_id",
-        list(block_ids),
-    )
     out: dict[int, set[int]] = {}
-    for block, target in rows:
+    for block, target in reads.passage_links(block_ids):
         out.setdefault(block, set()).add(target)
     return out

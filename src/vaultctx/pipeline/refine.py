@@ -220,10 +220,10 @@ class Refiner:
         """The candidates' embeddings from the Selector's in-memory matrix (no re-embedding),
         or (None, None) when the index has none for the current model."""
         ws = self.ws
-        model = ws.db.get_meta("embedding_model")
+        model = ws.reads.meta("embedding_model")
         if not candidates or model is None or model != ws.embedder.model_id:
             return None, None
-        matrix = self.vectors.get(ws.db.connect(), ws.generation, model)
+        matrix = self.vectors.get(ws.reads, ws.generation, model)
         if matrix.size == 0:
             return None, None
         ids = np.asarray(
@@ -238,10 +238,5 @@ class Refiner:
     def _neighbours(self, candidate: Candidate) -> list[Neighbour]:
         if candidate.block_id is None:
             return []
-        rows = self.ws.db.connect().execute(
-            "SELECT n.id, n.ordinal - b.ordinal, n.text, n.tokens, n.start_line, n.end_line"
-            " FROM blocks b JOIN blocks n ON n.note_id = b.note_id"
-            " AND n.ordinal IN (b.ordinal - 1, b.ordinal + 1) WHERE b.id = ?",
-            (candidate.block_id,),
-        )
+        rows = self.ws.reads.neighbours(candidate.block_id)
         return [Neighbour(f"block:{r[0]}", r[1], r[2], r[3], r[4], r[5]) for r in rows]

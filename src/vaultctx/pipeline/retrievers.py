@@ -2,7 +2,7 @@
 
 Each retriever fills a `Run`: its hits best first, its time and, if it failed, its error
 (a failing retriever never fails select). The lexical run is FTS5 bm25 over blocks
-(`search.query.run_bm25`); the vector run is an exact scan of the block vectors, refined
+(`IndexReads.bm25_blocks`); the vector run is an exact scan of the block vectors, refined
 once by pseudo-relevance feedback (`feedback`); the graph run is the notes linked to what
 the user has open. A plug-in `Retriever` is asked a `RetrievalRequest` and answers with
 ranked hits that fusion places beside the built-in lists: memory plugs in through it
@@ -11,18 +11,18 @@ ranked hits that fusion places beside the built-in lists: memory plugs in throug
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ..search.fusion import Hit, rrf_order
 from ..search.hybrid import model_failure
-from ..search.query import LexicalQuery, QueryTokenizer, build_query, run_bm25
+from ..search.query import QueryTokenizer, build_query
 from ..search.vectors import VectorMatrix, top_notes
+from ..storage.lexical import LexicalQuery
 from .candidates import block_notes
 from .graphwalk import LinkGraphStore, context_seeds, proximity
 from .models import Filters
@@ -37,6 +37,9 @@ from .note_ranking import (
     length_corrected,
     note_key,
 )
+
+if TYPE_CHECKING:
+    from ..storage.index_reads import IndexReads
 
 
 @dataclass
@@ -85,7 +88,7 @@ class Search:
     """One select's question and what bounds it, read once from the index."""
 
     text: str
-    conn: sqlite3.Connection
+    reads: IndexReads
     generation: str | None
     store_size: int
     filters: Filters
@@ -123,7 +126,7 @@ def timed(fn: Callable[[RetrievalRequest], Sequence[Hit]], request: RetrievalReq
 
 
 def lexical_run(
-    conn: sqlite3.Connection,
+    reads: IndexReads,
     text: str,
     df_cache: dict[str, int],
     store_size: int,
@@ -137,34 +140,19 @@ def lexical_run(
     block's note. `df_cache` keeps the terms' document frequencies of this index generation."""
     t0 = time.perf_counter()
     try:
-        tokenizer = QueryTokenizer(conn, df_cache=df_cache)
+        tokenizer = QueryTokenizer(reads, df_cache=df_cache)
         built = build_query(text, tokenizer, store_size, languages)
-        where = []
-        for table, test in (
-            (_note_table(conn, "vx_allowed", allowed), "IN"),
-            (_note_table(conn, "vx_hidden", hidden or None), "NOT IN"),
-        ):
-            if table is not None:
-                where.append(f"b.note_id {test} (SELECT note_id FROM {table})")
-        found = run_bm25(
-            conn,
-            "blocks_fts",
-            built,
-            COLUMN_WEIGHTS,
-            limit,
-            join="blocks b ON b.id = f.rowid" if where else None,
-            where=where,
-        )
+        found = reads.bm25_blocks(built, COLUMN_WEIGHTS, limit, allowed=allowed, hidden=hidden)
         hits = [Hit(f"block:{rowid}", score) for rowid, score in found]
         # Read while the model still encodes the query: ranking needs it right after.
-        owners = block_notes(conn, [h.key for h in hits])
-    except sqlite3.Error as exc:
+        owners = block_notes(reads, [h.key for h in hits])
+    except reads.errors as exc:
         return None, Run([], (time.perf_counter() - t0) * 1000, f"fts: {exc}")
     return built, Run(hits, (time.perf_counter() - t0) * 1000, owners=owners)
 
 
 def graph_run(
-    conn: sqlite3.Connection,
+    reads: IndexReads,
     graphs: LinkGraphStore,
     generation: str | None,
     *,
@@ -176,8 +164,8 @@ def graph_run(
     """The context (recently opened and edited notes, and the open one, by weight) and the
     notes near it in the link graph, by nearness."""
     t0 = time.perf_counter()
-    graph = graphs.get(conn, generation)
-    context = context_seeds(conn, graph.size)
+    graph = graphs.get(reads, generation)
+    context = context_seeds(reads, graph.size)
     context = {n: w for n, w in context.items() if n not in unreadable}
     if open_note is not None:
         context[open_note] = max(context.get(open_note, 0.0), 1.0)
@@ -272,17 +260,6 @@ def _sorted_ids(notes: Collection[int] | None) -> np.ndarray | None:
     if notes is None:
         return None
     return np.fromiter(sorted(notes), np.int64, count=len(notes))
-
-
-def _note_table(conn: sqlite3.Connection, name: str, notes: Collection[int] | None) -> str | None:
-    """`notes` in the connection's temp table `name`, for the lexical SQL to join; None
-    without a set."""
-    if notes is None:
-        return None
-    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} (note_id INTEGER PRIMARY KEY)")
-    conn.execute(f"DELETE FROM temp.{name}")
-    conn.executemany(f"INSERT INTO temp.{name}(note_id) VALUES (?)", ((i,) for i in notes))
-    return f"temp.{name}"
 
 
 def _fill_block_hits(

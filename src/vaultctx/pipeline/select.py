@@ -10,7 +10,6 @@ retriever can fail alone: select still answers and says which path it took.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from collections import OrderedDict
@@ -22,10 +21,11 @@ import numpy as np
 
 from ..errors import InvalidQuery
 from ..search.fusion import Fused, Hit
-from ..search.query import LexicalQuery, QueryTokenizer, key_terms
+from ..search.query import QueryTokenizer, key_terms
 from ..search.vectors import VectorStore
 from ..storage.language import query_languages, vault_languages
-from .candidates import BLOCK_LISTS, build_candidates, note_block_counts
+from ..storage.lexical import LexicalQuery
+from .candidates import BLOCK_LISTS, build_candidates
 from .diagnostics import diagnostics_of, explanation
 from .filters import allowed_notes
 from .graphwalk import LinkGraphStore, passage_links
@@ -60,6 +60,7 @@ from .retrievers import (
 if TYPE_CHECKING:
     from ..permissions import Policy, VaultPolicy
     from ..storage import Vault
+    from ..storage.index_reads import IndexReads
 
 MAX_QUERY_CHARS = 2000
 DEFAULT_MAX_PER_NOTE = 3
@@ -121,16 +122,16 @@ class Selector:
             self._dfs = (generation, {})
         return self._dfs[1]
 
-    def _store_size(self, conn: sqlite3.Connection, generation: str | None) -> int:
+    def _store_size(self, reads: IndexReads, generation: str | None) -> int:
         """Blocks in the index, counted once per index generation (a scan at 100k blocks)."""
         cached = self._sizes
         if cached is None or cached[0] != generation:
-            cached = (generation, int(conn.execute("SELECT count(*) FROM blocks").fetchone()[0]))
+            cached = (generation, reads.block_count())
             self._sizes = cached
         return cached[1]
 
     def _hidden_notes(
-        self, conn: sqlite3.Connection, generation: str | None, policy: Policy | None
+        self, reads: IndexReads, generation: str | None, policy: Policy | None
     ) -> frozenset[int]:
         """Ids of the notes `policy` does not let a client read, once per index generation
         and policy (a policy remembers each path's answer, so a new generation re-reads
@@ -139,20 +140,20 @@ class Selector:
             return frozenset()
         cached = self._hidden
         if cached[0] != generation or cached[1] is not policy:
-            rows = conn.execute("SELECT id, path FROM notes")
+            rows = reads.all_note_paths()
             hidden = frozenset(n for n, path in rows if not policy.readable(path))
             cached = self._hidden = (generation, policy, hidden)
         return cached[2]
 
     def _vault_languages(
-        self, conn: sqlite3.Connection, generation: str | None, hidden: frozenset[int]
+        self, reads: IndexReads, generation: str | None, hidden: frozenset[int]
     ) -> tuple[str, ...]:
         """The languages of the notes a client may read (`language.vault_languages`; a hidden
         note's language must not show in how a query is read), once per index generation and
         set of hidden notes."""
         cached = self._languages
         if cached is None or cached[0] != generation or cached[1] is not hidden:
-            languages = vault_languages(conn, self.ws.config.language, hidden)
+            languages = vault_languages(reads, self.ws.config.language, hidden)
             cached = self._languages = (generation, hidden, languages)
         return cached[2]
 
@@ -211,9 +212,9 @@ class Selector:
         if found.matrix is not None:
             owners.update(block_owners(found.matrix, found.runs["vector"].hits))
         weights = self.weights(search.languages)
-        ranked, pointers = self._rank_notes(search.conn, found.runs, owners, k, weights)
+        ranked, pointers = self._rank_notes(search.reads, found.runs, owners, k, weights)
         candidates = build_candidates(
-            search.conn,
+            search.reads,
             ranked,
             {name: run.hits for name, run in found.runs.items()},
             owners,
@@ -251,20 +252,20 @@ class Selector:
         if k < 1:
             raise InvalidQuery("k must be at least 1")
         filters = filters or Filters()
-        conn = self.ws.db.connect()
+        reads = self.ws.reads
         generation = self.ws.generation
-        store_size = self._store_size(conn, generation)
+        store_size = self._store_size(reads, generation)
         unreadable = self._hidden_notes(
-            conn, generation, self.policy.current() if self.policy is not None else None
+            reads, generation, self.policy.current() if self.policy is not None else None
         )
         if languages is None:
-            vault = self._vault_languages(conn, generation, unreadable)
+            vault = self._vault_languages(reads, generation, unreadable)
             languages = query_languages(text, vault)
         hidden = unreadable if open_note is None else unreadable | {open_note}
-        allowed = allowed_notes(conn, filters) - hidden if filters.restricts_notes else None
+        allowed = allowed_notes(reads, filters) - hidden if filters.restricts_notes else None
         enabled = set(retrievers) if retrievers is not None else None
         return Search(
-            text, conn, generation, store_size, filters, unreadable, hidden, allowed,
+            text, reads, generation, store_size, filters, unreadable, hidden, allowed,
             languages, enabled, open_note,
         )  # fmt: skip
 
@@ -276,7 +277,7 @@ class Selector:
     ) -> Retrieved:
         """Every retriever, side by side: vector search and plug-in retrievers in worker
         threads while FTS5 and the graph run in this one; then the vector side's feedback."""
-        model = self.ws.db.get_meta("embedding_model")
+        model = search.reads.meta("embedding_model")
         vectors_indexed = model is not None and model == self.ws.embedder.model_id
         vector_of_query: list[np.ndarray | None] = [query_vector]
         vector_future = None
@@ -297,7 +298,7 @@ class Selector:
             runs[name] = future.result()
         matrix = None
         if query_vector is not None:
-            matrix = self.vectors.get(search.conn, search.generation, model)
+            matrix = self.vectors.get(search.reads, search.generation, model)
         return Retrieved(runs, context, lexical_query, query_vector, matrix, vectors_indexed)
 
     def _start_vector_search(
@@ -310,7 +311,7 @@ class Selector:
         generation = search.generation
         return self._executor().submit(
             vector_run,
-            lambda: self.vectors.get(self.ws.db.connect(), generation, model),
+            lambda: self.vectors.get(search.reads, generation, model),
             lambda: self.embed_query(search.text),
             allowed=search.allowed,
             hidden=search.hidden,
@@ -333,7 +334,7 @@ class Selector:
         if not search.on("lexical"):
             return None, Run(skipped=True)
         return lexical_run(
-            search.conn,
+            search.reads,
             search.text,
             self._df_cache(search.generation),
             search.store_size,
@@ -347,7 +348,7 @@ class Selector:
         if not search.on("graph"):
             return {}, Run(skipped=True)
         return graph_run(
-            search.conn,
+            search.reads,
             self.graph,
             search.generation,
             unreadable=search.unreadable,
@@ -373,7 +374,7 @@ class Selector:
                 lexical,
                 run,
                 query_vector,
-                self.vectors.get(self.ws.db.connect(), search.generation, model),
+                self.vectors.get(search.reads, search.generation, model),
                 self.ws.config.rrf_k,
                 allowed=search.allowed,
                 hidden=search.hidden,
@@ -382,7 +383,7 @@ class Selector:
 
     def _rank_notes(
         self,
-        conn: sqlite3.Connection,
+        reads: IndexReads,
         runs: dict[str, Run],
         owners: Mapping[str, int],
         k: int,
@@ -406,7 +407,7 @@ class Selector:
             known={"vector": _note_scores(runs["vector"], lists)},
             by_rank=set(self.retrievers),
         )
-        fused, traded = _follow_pointers(conn, fused, runs, owners, k)
+        fused, traded = _follow_pointers(reads, fused, runs, owners, k)
         nearness = {hit.key: hit.score for hit in runs["graph"].hits}
         return lift(fused, nearness, self.ws.config.weight_graph), traded
 
@@ -427,23 +428,19 @@ class Selector:
         for the vector side (nothing to embed), the note as the open one for the graph —
         and the note itself left out."""
         ws = self.ws
-        conn = ws.db.connect()
+        reads = ws.reads
         generation = ws.generation
-        title, language = conn.execute(
-            "SELECT title, NULLIF(language, '') FROM notes WHERE id = ?", (note_id,)
-        ).fetchone()
+        title, language = reads.note_title_language(note_id)
         language = ws.config.language or language or "en"
-        sections = conn.execute(
-            "SELECT heading_path, text FROM blocks WHERE note_id = ? ORDER BY ordinal", (note_id,)
-        ).fetchall()
+        sections = reads.note_sections(note_id)
         text = "\n".join(
             [title] * RELATED_TITLE_WEIGHT
             + [h for h, _ in sections if h] * RELATED_HEADING_WEIGHT
             + [t for _, t in sections]
         )[:RELATED_CHARS]
-        tokenizer = QueryTokenizer(conn, df_cache=self._df_cache(generation))
+        tokenizer = QueryTokenizer(reads, df_cache=self._df_cache(generation))
         terms = key_terms(
-            text, tokenizer, self._store_size(conn, generation), RELATED_TERMS, language
+            text, tokenizer, self._store_size(reads, generation), RELATED_TERMS, language
         )
         selection = self.select(
             " ".join(terms) or title,
@@ -451,7 +448,7 @@ class Selector:
             use_vectors=use_vectors,
             explain=explain,
             max_per_note=max_per_note,
-            query_vector=self._note_vector(conn, note_id, generation) if use_vectors else None,
+            query_vector=self._note_vector(reads, note_id, generation) if use_vectors else None,
             open_note=note_id,
             languages=(language,),
         )
@@ -459,13 +456,13 @@ class Selector:
         return selection.model_copy(update={"query": path, "diagnostics": diagnostics})
 
     def _note_vector(
-        self, conn: sqlite3.Connection, note_id: int, generation: str | None
+        self, reads: IndexReads, note_id: int, generation: str | None
     ) -> np.ndarray | None:
         """The unit mean of a note's block vectors, or None when it has none (yet)."""
-        model = self.ws.db.get_meta("embedding_model")
+        model = reads.meta("embedding_model")
         if model is None or model != self.ws.embedder.model_id:
             return None
-        matrix = self.vectors.get(conn, generation, model)
+        matrix = self.vectors.get(reads, generation, model)
         rows = matrix.rows_for_notes(np.asarray([note_id], dtype=np.int64))
         if rows.size == 0:
             return None
@@ -475,7 +472,7 @@ class Selector:
 
 
 def _follow_pointers(
-    conn: sqlite3.Connection,
+    reads: IndexReads,
     fused: list[Fused],
     runs: dict[str, Run],
     owners: Mapping[str, int],
@@ -490,7 +487,7 @@ def _follow_pointers(
         for note, block in best_passages([runs[n].hits for n in BLOCK_LISTS], owners).items()
         if note_key(note) in first
     }
-    found = passage_links(conn, list(passages.values()))
+    found = passage_links(reads, list(passages.values()))
     links: dict[str, set[str]] = {}
     for note, block in passages.items():
         targets = {note_key(t) for t in found.get(block, ())} & ranked
@@ -499,7 +496,7 @@ def _follow_pointers(
     if not links:
         return fused, []
     ends = {note_id(key) for key in links} | {note_id(t) for ts in links.values() for t in ts}
-    counts = note_block_counts(conn, sorted(ends))
+    counts = reads.note_block_counts(sorted(ends))
     return follow_pointers(fused, links, {note_key(n): c for n, c in counts.items()})
 
 

@@ -1,7 +1,8 @@
 """Lexical queries: a user's words as an FTS5 MATCH expression, built so latency stays flat.
 
 Shared by select (over blocks) and memory recall (over memories): both tables use
-FTS_TOKENIZER, so the same query building serves both.
+`storage.lexical.FTS_TOKENIZER`, so the same query building serves both; running the query
+is the storage layer's (`IndexReads.bm25_blocks`, `storage.lexical.run_bm25`).
 
 A user's words become an OR of terms: tokenized by the index's own tokenizer (porter,
 unicode61, diacritics removed), stop-words dropped, quoted phrases kept as phrases, `term*`
@@ -15,13 +16,12 @@ from __future__ import annotations
 
 import math
 import re
-import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..storage.language import CJK_RUN, in_stop_list, word_terms
+from ..storage.lexical import LexicalQuery, quote
 
-FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 # A term in at most this share of blocks is always kept; more common ones are kept while the
 # query's postings (the sum of its terms' block counts) stay within the budget.
 COMMON_TERM_SHARE = 0.05
@@ -47,79 +47,35 @@ _PHRASE = re.compile(r'"([^"]+)"')
 _TOKEN = re.compile(r"[^\W_]+(\*?)")
 
 
-@dataclass(frozen=True)
-class LexicalQuery:
-    """The FTS5 query built from a user's text, and why each word was kept or dropped."""
+class TermSource(Protocol):
+    """What a `QueryTokenizer` reads: an index's terms and their document frequencies
+    (`storage.index_reads.IndexReads`, or `storage.lexical.FtsTerms` over another table)."""
 
-    match: str | None
-    terms: tuple[str, ...] = ()
-    phrases: tuple[str, ...] = ()
-    prefixes: tuple[str, ...] = ()
-    dropped: dict[str, str] = field(default_factory=dict)
-    languages: tuple[str, ...] = ("en",)
+    def stems(self, text: str) -> list[str]: ...
 
-    def explain(self) -> dict:
-        return {
-            "fts_query": self.match,
-            "languages": list(self.languages),
-            "terms": list(self.terms),
-            "phrases": list(self.phrases),
-            "prefixes": list(self.prefixes),
-            "dropped": dict(self.dropped),
-        }
-
-
-def _quote(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"'
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]: ...
 
 
 class QueryTokenizer:
-    """Tokenizes text exactly as the index does, through a temporary in-memory FTS5 table
-    with the same tokenizer, read back with fts5vocab. Per connection; costs ~50 µs.
+    """Tokenizes text exactly as the index does (its `source` asked), and counts the blocks
+    holding each term, remembering the counts in `df_cache`."""
 
-    `fts_table` names the FTS5 table whose document frequencies guide the query (the
-    memory store passes `memories_fts`); it must use the same tokenizer."""
-
-    def __init__(
-        self,
-        conn: sqlite3.Connection,
-        fts_table: str = "blocks_fts",
-        df_cache: dict[str, int] | None = None,
-    ) -> None:
-        self.conn = conn
+    def __init__(self, source: TermSource, df_cache: dict[str, int] | None = None) -> None:
+        self.source = source
         self.df_cache = df_cache if df_cache is not None else {}
-        self._vocab = "vx_vocab" if fts_table == "blocks_fts" else f"vx_vocab_{fts_table}"
-        tables = {
-            "vx_qtok": f"fts5(x, tokenize='{FTS_TOKENIZER}')",
-            "vx_qtok_v": "fts5vocab(temp, vx_qtok, instance)",
-            self._vocab: f"fts5vocab(main, {fts_table}, row)",
-        }
-        # Even with IF NOT EXISTS, re-running CREATE VIRTUAL TABLE costs milliseconds; the
-        # temp schema says in microseconds whether this connection has them already.
-        existing = {name for (name,) in conn.execute("SELECT name FROM temp.sqlite_master")}
-        for name, module in tables.items():
-            if name not in existing:
-                conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING {module}")
 
     def stems(self, text: str) -> list[str]:
         """Index terms of `text` in order (one per token)."""
-        self.conn.execute("DELETE FROM temp.vx_qtok")
-        self.conn.execute("INSERT INTO temp.vx_qtok(x) VALUES (?)", (text,))
-        rows = self.conn.execute("SELECT term, offset FROM temp.vx_qtok_v ORDER BY offset")
-        return [term for term, _ in rows]
+        return self.source.stems(text)
 
     def doc_freqs(self, terms: list[str]) -> dict[str, int]:
-        """Blocks containing each term. fts5vocab counts by reading the term's whole doclist
+        """Blocks containing each term. Counting reads the term's whole doclist
         (milliseconds for a common term in 100k blocks), so counts are kept in `df_cache`,
         which the caller empties whenever the index changes."""
         counts = {t: self.df_cache.get(t) for t in terms}
         missing = [t for t, count in counts.items() if count is None]
         if missing:
-            marks = ",".join("?" * len(missing))
-            rows = self.conn.execute(
-                f"SELECT term, doc FROM temp.{self._vocab} WHERE term IN ({marks})", missing
-            )
-            found = dict(rows.fetchall())
+            found = self.source.doc_freqs(missing)
             counts.update({t: found.get(t, 0) for t in missing})
             if len(self.df_cache) > DF_CACHE_SIZE:
                 self.df_cache.clear()  # selects share the cache: never read back from it
@@ -304,9 +260,9 @@ def _match_expression(
 ) -> str | None:
     """The FTS5 MATCH: every phrase required, the terms and prefixes OR'ed to rank what has
     them; None when nothing is left to match."""
-    clauses = [_quote(form) for _, form, _ in kept]
-    clauses += [f"{_quote(p)}*" for p in prefixes]
-    phrase_clauses = [_quote(p) for p in phrases]
+    clauses = [quote(form) for _, form, _ in kept]
+    clauses += [f"{quote(p)}*" for p in prefixes]
+    phrase_clauses = [quote(p) for p in phrases]
     if phrase_clauses and clauses:
         return " AND ".join(phrase_clauses) + " AND (" + " OR ".join(clauses) + ")"
     if phrase_clauses:
@@ -314,38 +270,6 @@ def _match_expression(
     if clauses:
         return " OR ".join(clauses)
     return None
-
-
-def run_bm25(
-    conn: sqlite3.Connection,
-    table: str,
-    query: LexicalQuery,
-    weights: Sequence[float],
-    limit: int,
-    *,
-    join: str | None = None,
-    where: Sequence[str] = (),
-    args: Sequence[object] = (),
-) -> list[tuple[int, float]]:
-    """Run a built query over the FTS5 `table`: (rowid, bm25 score, higher is better), best
-    first, ties to the lower rowid. `weights` weigh the table's columns. `join` (a table and
-    its ON clause, joined to the FTS5 table aliased `f`) and `where` (conditions on it, with
-    `args` for their parameters) keep only some rows."""
-    if query.match is None or limit <= 0:
-        return []
-    marks = ", ".join("?" * len(weights))
-    if join is None and not where:
-        sql = (
-            f"SELECT rowid, bm25({table}, {marks}) AS s FROM {table}"
-            f" WHERE {table} MATCH ? ORDER BY s, rowid LIMIT ?"
-        )
-    else:
-        sql = (
-            f"SELECT f.rowid, bm25({table}, {marks}) AS s FROM {table} f JOIN {join}"
-            f" WHERE {' AND '.join([f'{table} MATCH ?', *where])} ORDER BY s, f.rowid LIMIT ?"
-        )
-    rows = conn.execute(sql, (*weights, query.match, *args, limit)).fetchall()
-    return [(rowid, -score) for rowid, score in rows]
 
 
 def key_terms(

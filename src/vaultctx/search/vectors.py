@@ -12,14 +12,16 @@ this 2-core machine) it costs more: 14.7 ms against 10.3 (`VectorStore("float32"
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..storage.index_reads import IndexReads
 
 SPLIT_ROWS = 40_000  # above this, score the matrix in two halves on two threads
 _CAST_BUFFER = 65_536  # int8 codes widened to float32 at a time: 256 KB, within L2 cache
@@ -270,7 +272,7 @@ class VectorStore:
         self._current: VectorMatrix | None = None
         self._helper: ThreadPoolExecutor | None = None
 
-    def get(self, conn: sqlite3.Connection, generation: str | None, model: str) -> VectorMatrix:
+    def get(self, reads: IndexReads, generation: str | None, model: str) -> VectorMatrix:
         current = self._current
         if current is not None and current.generation == generation and current.model == model:
             return current
@@ -278,7 +280,7 @@ class VectorStore:
             current = self._current
             if current is None or current.generation != generation or current.model != model:
                 self._current = None  # the old matrix can go before the new one is built
-                current = load_matrix(conn, generation, model, self.precision)
+                current = load_matrix(reads, generation, model, self.precision)
                 if current.size >= SPLIT_ROWS:
                     if self._helper is None:
                         self._helper = ThreadPoolExecutor(1, thread_name_prefix="vaultctx-vec")
@@ -293,44 +295,40 @@ class VectorStore:
 
 
 def load_matrix(
-    conn: sqlite3.Connection, generation: str | None, model: str, precision: Precision = "int8"
+    reads: IndexReads, generation: str | None, model: str, precision: Precision = "int8"
 ) -> VectorMatrix:
     """Fill one preallocated matrix a chunk of rows at a time, then put the rows in block
-    order. Rows are read in the embeddings' own key order: asked for in block order, SQLite
-    sorts every vector in a temporary b-tree first (160 MB at 100k blocks, which the
-    allocator then keeps)."""
-    count = conn.execute(
-        "SELECT count(*) FROM blocks b JOIN embeddings e ON e.model = ? AND e.hash = b.embed_hash",
-        (model,),
-    ).fetchone()[0]
+    order. Rows are read in the order the index gives them (`IndexReads.vector_rows`: for
+    SQLite, the embeddings' own key order, which spares sorting every vector first)."""
+    count = reads.vector_count(model)
     block_ids = np.empty(count, dtype=np.int64)
     note_ids = np.empty(count, dtype=np.int64)
-    cursor = conn.execute(
-        "SELECT b.id, b.note_id, e.vector FROM embeddings e"
-        " JOIN blocks b ON b.embed_hash = e.hash WHERE e.model = ?",
-        (model,),
-    )
     values: np.ndarray | None = None  # float32 rows, or int8 codes
     scales = np.ones(count, dtype=np.float32)
     n = 0
-    while n < count:
-        # A writer may add rows after the count: they arrive with the next generation.
-        rows = cursor.fetchmany(min(_LOAD_CHUNK, count - n))
-        if not rows:
-            break
-        chunk = np.stack([np.frombuffer(blob, dtype=np.float32) for _, _, blob in rows])
-        if values is None:
-            dtype = np.int8 if precision == "int8" else np.float32
-            values = np.empty((count, chunk.shape[1]), dtype=dtype)
-        end = n + len(rows)
-        block_ids[n:end] = [r[0] for r in rows]
-        note_ids[n:end] = [r[1] for r in rows]
-        if precision == "int8":
-            values[n:end], scales[n:end] = quantize_rows(chunk)
-        else:
-            values[n:end] = chunk
-        n = end
-    cursor.close()
+    chunks = reads.vector_rows(model, _LOAD_CHUNK)
+    try:
+        while n < count:
+            # A writer may add rows after the count: they arrive with the next generation.
+            rows = next(chunks, [])[: count - n]
+            if not rows:
+                break
+            chunk = np.stack([np.frombuffer(blob, dtype=np.float32) for _, _, blob in rows])
+            if values is None:
+                dtype = np.int8 if precision == "int8" else np.float32
+                values = np.empty((count, chunk.shape[1]), dtype=dtype)
+            end = n + len(rows)
+            block_ids[n:end] = [r[0] for r in rows]
+            note_ids[n:end] = [r[1] for r in rows]
+            if precision == "int8":
+                values[n:end], scales[n:end] = quantize_rows(chunk)
+            else:
+                values[n:end] = chunk
+            n = end
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()  # the backend's cursor, at once
     if values is None:
         values = np.zeros((0, 0), np.int8 if precision == "int8" else np.float32)
     by_block = np.argsort(block_ids[:n], kind="stable")

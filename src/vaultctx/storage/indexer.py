@@ -31,7 +31,8 @@ _BULK_FILES = 1000  # from this many files to read, checkpoint once after text a
 _EMBED_BATCH = 256
 # A note's language for the full-text index: the vault's `language` setting, or its own.
 _LANGUAGE = "COALESCE(:language, NULLIF(n.language, ''))"
-_FTS_VALUES = (
+# The full-text row of each block, analysed in its note's language.
+FTS_VALUES = (
     f"b.id, vx_analyse(b.title, {_LANGUAGE}), vx_analyse(b.heading_path, {_LANGUAGE}),"
     f" vx_analyse(b.text, {_LANGUAGE}) FROM blocks b JOIN notes n ON n.id = b.note_id"
 )
@@ -214,7 +215,7 @@ class Indexer:
             )
             conn.execute("INSERT INTO blocks_fts(blocks_fts) VALUES ('delete-all')")
             conn.execute(
-                f"INSERT INTO blocks_fts(rowid, title, heading_path, text) SELECT {_FTS_VALUES}",
+                f"INSERT INTO blocks_fts(rowid, title, heading_path, text) SELECT {FTS_VALUES}",
                 {"language": self.language},
             )
             IndexDatabase.set_meta(conn, "analysis", analysis)
@@ -297,7 +298,7 @@ class Indexer:
             rows.insert(conn)
             conn.execute(
                 "INSERT INTO blocks_fts(rowid, title, heading_path, text)"
-                f" SELECT {_FTS_VALUES} WHERE b.id > :first",
+                f" SELECT {FTS_VALUES} WHERE b.id > :first",
                 {"language": self.language, "first": last_block_id},
             )
             if pending or deleted:
@@ -461,7 +462,7 @@ def _delete_blocks(conn: sqlite3.Connection, note_id: int, language: str | None)
     entries are removed by the same analysed values they were added with."""
     conn.execute(
         "INSERT INTO blocks_fts(blocks_fts, rowid, title, heading_path, text)"
-        f" SELECT 'delete', {_FTS_VALUES} WHERE b.note_id = :note",
+        f" SELECT 'delete', {FTS_VALUES} WHERE b.note_id = :note",
         {"language": language, "note": note_id},
     )
     conn.execute("DELETE FROM blocks WHERE note_id = ?", (note_id,))

@@ -22,17 +22,19 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-import sqlite3
 import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from importlib import resources
-from typing import get_args
+from typing import TYPE_CHECKING, get_args
 
 import Stemmer
 
 from ..config import Language
+
+if TYPE_CHECKING:
+    from .index_reads import IndexReads
 
 # Snowball's stemmer for each language whose stop-words ship in stopwords.txt.
 STEMMERS = {
@@ -275,7 +277,7 @@ def in_stop_list(word: str, language: str) -> bool:
 
 
 def vault_languages(
-    conn: sqlite3.Connection, setting: str | None, hidden: Collection[int] = ()
+    reads: IndexReads, setting: str | None, hidden: Collection[int] = ()
 ) -> tuple[str, ...]:
     """The languages of a vault's notes (leaving out the `hidden` ones), most notes first:
     its `language` setting, or every language read from a note (a query too short to tell
@@ -283,16 +285,6 @@ def vault_languages(
     English when none."""
     if setting is not None:
         return (setting,)
-    if hidden:
-        rows = conn.execute("SELECT id, language FROM notes WHERE language != ''")
-        counts = Counter(language for note, language in rows if note not in hidden)
-    else:
-        counts = Counter(
-            dict(
-                conn.execute(
-                    "SELECT language, count(*) FROM notes WHERE language != '' GROUP BY language"
-                ).fetchall()
-            )
-        )
+    counts = reads.language_counts(hidden)
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return tuple(language for language, _ in ranked) or ("en",)

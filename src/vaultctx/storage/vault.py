@@ -20,6 +20,7 @@ from ..errors import NoteNotFound, NotIndexed, VaultNotFound
 from .db import IndexDatabase, WriterLock
 from .embeddings import Embedder
 from .graph import build_graph
+from .index_reads import IndexReads, SqliteReads
 from .indexer import Indexer, IndexReport, Progress
 from .watch import WATCH_ERROR_KEY, VaultWatcher
 
@@ -60,6 +61,8 @@ class Vault:
         self.root = root
         self.config = config
         self.db = db
+        # What select, related and refine read from the index (the writes go through `db`).
+        self.reads: IndexReads = SqliteReads(db)
         self.embedder = embedder
         self._write_lock = threading.Lock()
         self._graph_cache: tuple[str | None, nx.DiGraph] | None = None
@@ -122,11 +125,11 @@ class Vault:
     @property
     def generation(self) -> str | None:
         """Changes whenever the index content changes: a key for in-memory caches."""
-        return self.db.get_meta("generation")
+        return self.reads.meta("generation")
 
     def require_index(self) -> None:
         """Refuse a vault with nothing indexed; a run killed midway still left notes to use."""
-        if self.db.get_meta("last_indexed") is None and not self._has_notes():
+        if self.reads.meta("last_indexed") is None and not self._has_notes():
             raise NotIndexed(f"{self.root} has not been indexed yet: run `vaultctx index`")
 
     def _has_notes(self) -> bool:
@@ -186,11 +189,7 @@ class Vault:
         the next selects favour the notes it links to, the most recent touch most. Returns
         the note's path."""
         path, note_id = self.resolve_note(note)
-        with self.db.transaction() as conn:
-            conn.execute(
-                "INSERT INTO accesses(note_id, at, kind) VALUES (?, ?, ?)",
-                (note_id, time.time(), kind),
-            )
+        self.reads.record_access(note_id, time.time(), kind)
         return path
 
     def resolve_note(self, note: str) -> tuple[str, int]:
@@ -252,6 +251,7 @@ class Vault:
         for watcher in self._watchers:
             watcher.stop()
         self._watchers.clear()
+        self.reads.close()
         self.db.close()
 
     def __enter__(self) -> Self:

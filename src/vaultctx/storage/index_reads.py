@@ -1,0 +1,433 @@
+"""What select, related and refine read from an index, on either backend.
+
+Everything above the storage layer reads the index through `IndexReads`: SQLite (the
+default, `SqliteReads`) and PostgreSQL (`postgres.PostgresReads`) answer the same questions
+with the same answers, so nothing above this layer knows which one runs. Ids are the index's
+own (note ids, block ids); rows come back as plain tuples and dicts.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import Counter
+from collections.abc import Collection, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .lexical import FtsTerms, LexicalQuery, run_bm25
+
+if TYPE_CHECKING:
+    from .db import IndexDatabase
+
+
+class IndexReads(Protocol):
+    errors: tuple[type[Exception], ...]
+    """What a failed read raises (the backend's database errors): a retriever that reads
+    alone (the lexical run) fails alone on them, never select."""
+
+    # --- the index as a whole
+    def meta(self, key: str) -> str | None:
+        """A value of the index's meta table (generation, embedding_model, ...)."""
+
+    def block_count(self) -> int: ...
+
+    def note_ids(self) -> list[int]:
+        """Every note id, ascending."""
+
+    def all_note_paths(self) -> list[tuple[int, str]]:
+        """(id, path) of every note: what a read policy is checked against."""
+
+    def language_counts(self, hidden: Collection[int] = ()) -> dict[str, int]:
+        """Notes per detected language (notes with none left out), `hidden` notes left out."""
+
+    def notes_matching(
+        self,
+        modified_after_ns: int | None,
+        modified_before_ns: int | None,
+        tags: Sequence[str],
+    ) -> list[tuple[int, str, str]]:
+        """(id, path, frontmatter JSON) of the notes modified in the window and carrying
+        every tag of `tags` (lower case, no '#'; a tag also matches its nested tags)."""
+
+    # --- lexical
+    def stems(self, text: str) -> list[str]:
+        """The index terms of `text`, one per token, in order (the index's tokenizer)."""
+
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """Blocks holding each term (0 when none)."""
+
+    def bm25_blocks(
+        self,
+        query: LexicalQuery,
+        weights: Sequence[float],
+        limit: int,
+        *,
+        allowed: Collection[int] | None = None,
+        hidden: Collection[int] = (),
+    ) -> list[tuple[int, float]]:
+        """(block id, bm25 score, higher is better) of the blocks matching `query`, best
+        first, ties to the lower id; `weights` weigh title, heading path and text; only
+        blocks of `allowed` notes (None: any) and of no `hidden` note."""
+
+    # --- blocks and notes by id
+    def block_notes(self, block_ids: Collection[int]) -> dict[int, int]:
+        """{block id: its note id}."""
+
+    def block_rows(self, block_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """A candidate's fields for each block, keyed by block id."""
+
+    def note_paths(self, note_ids: Sequence[int]) -> dict[int, str]: ...
+
+    def note_block_counts(self, note_ids: Sequence[int]) -> dict[int, int]: ...
+
+    def first_blocks(self, note_ids: Sequence[int]) -> dict[int, int]:
+        """{note id: the id of its first block}."""
+
+    def note_title_language(self, note_id: int) -> tuple[str, str | None] | None:
+        """The note's title and detected language (None when undetected); None: no note."""
+
+    def note_sections(self, note_id: int) -> list[tuple[str, str]]:
+        """(heading path, text) of each of the note's blocks, in order."""
+
+    def neighbours(self, block_id: int) -> list[tuple[int, int, str, int, int, int]]:
+        """The blocks just before and after one: (id, ordinal offset, text, tokens,
+        start line, end line)."""
+
+    # --- the link graph and what the user works on
+    def resolved_links(self) -> list[tuple[int, int, str]]:
+        """(source, target, kind) of every link that resolves to another note."""
+
+    def passage_links(self, block_ids: Sequence[int]) -> list[tuple[int, int]]:
+        """(block id, note id) for each non-embed link in a block to another note."""
+
+    def recent_accesses(self, limit: int) -> list[tuple[int, float]]:
+        """(note id, last access time) of the most recently touched notes, latest first."""
+
+    def count_edited_since(self, mtime_ns: int) -> int: ...
+
+    def edited_since(self, mtime_ns: int, limit: int) -> list[tuple[int, int]]:
+        """(note id, mtime_ns) of the notes edited since, latest first."""
+
+    # --- vectors
+    def vector_count(self, model: str) -> int:
+        """Blocks with a vector of `model`."""
+
+    def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, bytes]]]:
+        """(block id, note id, float32 vector bytes) of those blocks, `chunk` rows at a time,
+        in any order."""
+
+    def record_access(self, note_id: int, at: float, kind: str) -> None:
+        """The one write at query time: the user opened or touched a note (graph context)."""
+
+    def close(self) -> None:
+        """Release the connections it opened itself."""
+
+
+class SqliteReads:
+    """`IndexReads` over the SQLite index: each call reads on the calling thread's own
+    connection (`IndexDatabase.connect`), so any thread may call."""
+
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+
+    def __init__(self, db: IndexDatabase) -> None:
+        self.db = db
+        self._local = threading.local()
+
+    def _terms(self) -> FtsTerms:
+        """This thread's tokenizer tables, made once per connection."""
+        conn = self.db.connect()
+        terms = getattr(self._local, "terms", None)
+        if terms is None or terms.conn is not conn:
+            terms = self._local.terms = FtsTerms(conn)
+        return terms
+
+    # --- the index as a whole
+
+    def meta(self, key: str) -> str | None:
+        return self.db.get_meta(key)
+
+    def close(self) -> None:
+        """Nothing of its own: the connections are the `IndexDatabase`'s, closed with it."""
+
+    def record_access(self, note_id: int, at: float, kind: str) -> None:
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO accesses(note_id, at, kind) VALUES (?, ?, ?)", (note_id, at, kind)
+            )
+
+    def block_count(self) -> int:
+        return int(self.db.connect().execute("SELECT count(*) FROM blocks").fetchone()[0])
+
+    def note_ids(self) -> list[int]:
+        return [r[0] for r in self.db.connect().execute("SELECT id FROM notes ORDER BY id")]
+
+    def all_note_paths(self) -> list[tuple[int, str]]:
+        return self.db.connect().execute("SELECT id, path FROM notes").fetchall()
+
+    def language_counts(self, hidden: Collection[int] = ()) -> dict[str, int]:
+        conn = self.db.connect()
+        if hidden:
+            rows = conn.execute("SELECT id, language FROM notes WHERE language != ''")
+            return dict(Counter(language for note, language in rows if note not in hidden))
+        return dict(
+            conn.execute(
+                "SELECT language, count(*) FROM notes WHERE language != '' GROUP BY language"
+            ).fetchall()
+        )
+
+    def notes_matching(
+        self,
+        modified_after_ns: int | None,
+        modified_before_ns: int | None,
+        tags: Sequence[str],
+    ) -> list[tuple[int, str, str]]:
+        clauses: list[str] = []
+        params: list[object] = []
+        if modified_after_ns is not None:
+            clauses.append("mtime_ns >= ?")
+            params.append(modified_after_ns)
+        if modified_before_ns is not None:
+            clauses.append("mtime_ns < ?")
+            params.append(modified_before_ns)
+        for tag in tags:
+            # a tag filter also matches nested tags: 'pests' matches 'pests/varroa'
+            clauses.append(
+                "id IN (SELECT note_id FROM tags WHERE tag = ? OR tag LIKE ? ESCAPE '\\')"
+            )
+            params.extend(
+                [tag, tag.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"]
+            )
+        where = " WHERE " + " AND ".join(clauses) if clauses else ""
+        sql = f"SELECT id, path, frontmatter FROM notes{where}"
+        return self.db.connect().execute(sql, params).fetchall()
+
+    # --- lexical
+
+    def stems(self, text: str) -> list[str]:
+        return self._terms().stems(text)
+
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        return self._terms().doc_freqs(terms)
+
+    def bm25_blocks(
+        self,
+        query: LexicalQuery,
+        weights: Sequence[float],
+        limit: int,
+        *,
+        allowed: Collection[int] | None = None,
+        hidden: Collection[int] = (),
+    ) -> list[tuple[int, float]]:
+        conn = self.db.connect()
+        where = []
+        for table, test in (
+            (_note_table(conn, "vx_allowed", allowed), "IN"),
+            (_note_table(conn, "vx_hidden", hidden or None), "NOT IN"),
+        ):
+            if table is not None:
+                where.append(f"b.note_id {test} (SELECT note_id FROM {table})")
+        return run_bm25(
+            conn,
+            "blocks_fts",
+            query,
+            weights,
+            limit,
+            join="blocks b ON b.id = f.rowid" if where else None,
+            where=where,
+        )
+
+    # --- blocks and notes by id
+
+    def block_notes(self, block_ids: Collection[int]) -> dict[int, int]:
+        ids = sorted(block_ids)
+        if not ids:
+            return {}
+        rows = self.db.connect().execute(
+            f"SELECT id, note_id FROM blocks WHERE id IN ({','.join('?' * len(ids))})", ids
+        )
+        return dict(rows)
+
+    def block_rows(self, block_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        ids = list(block_ids)
+        if not ids:
+            return {}
+        rows = self.db.connect().execute(
+            "SELECT b.id, b.note_id, n.path, n.title, b.heading, b.heading_path, b.text,"
+            " b.start_line, b.end_line, b.tokens FROM blocks b JOIN notes n ON n.id = b.note_id"
+            f" WHERE b.id IN ({','.join('?' * len(ids))})",
+            ids,
+        )
+        return {
+            r[0]: {
+                "id": f"block:{r[0]}",
+                "kind": "block",
+                "block_id": r[0],
+                "note_id": r[1],
+                "path": r[2],
+                "title": r[3],
+                "heading": r[4],
+                "heading_path": r[5],
+                "text": r[6],
+                "start_line": r[7],
+                "end_line": r[8],
+                "tokens": r[9],
+            }
+            for r in rows
+        }
+
+    def note_paths(self, note_ids: Sequence[int]) -> dict[int, str]:
+        if not note_ids:
+            return {}
+        marks = ",".join("?" * len(note_ids))
+        return dict(
+            self.db.connect().execute(
+                f"SELECT id, path FROM notes WHERE id IN ({marks})", list(note_ids)
+            )
+        )
+
+    def note_block_counts(self, note_ids: Sequence[int]) -> dict[int, int]:
+        if not note_ids:
+            return {}
+        marks = ",".join("?" * len(note_ids))
+        return dict(
+            self.db.connect().execute(
+                f"SELECT note_id, count(*) FROM blocks WHERE note_id IN ({marks}) GROUP BY note_id",
+                list(note_ids),
+            )
+        )
+
+    def first_blocks(self, note_ids: Sequence[int]) -> dict[int, int]:
+        if not note_ids:
+            return {}
+        rows = self.db.connect().execute(
+            "SELECT note_id, min(id) FROM blocks WHERE ordinal = 0 AND note_id IN"
+            f" ({','.join('?' * len(note_ids))}) GROUP BY note_id",
+            list(note_ids),
+        )
+        return dict(rows)
+
+    def note_title_language(self, note_id: int) -> tuple[str, str | None] | None:
+        return (
+            self.db.connect()
+            .execute("SELECT title, NULLIF(language, '') FROM notes WHERE id = ?", (note_id,))
+            .fetchone()
+        )
+
+    def note_sections(self, note_id: int) -> list[tuple[str, str]]:
+        return (
+            self.db.connect()
+            .execute(
+                "SELECT heading_path, text FROM blocks WHERE note_id = ? ORDER BY ordinal",
+                (note_id,),
+            )
+            .fetchall()
+        )
+
+    def neighbours(self, block_id: int) -> list[tuple[int, int, str, int, int, int]]:
+        return (
+            self.db.connect()
+            .execute(
+                "SELECT n.id, n.ordinal - b.ordinal, n.text, n.tokens, n.start_line, n.end_line"
+                " FROM blocks b JOIN blocks n ON n.note_id = b.note_id"
+                " AND n.ordinal IN (b.ordinal - 1, b.ordinal + 1) WHERE b.id = ?",
+                (block_id,),
+            )
+            .fetchall()
+        )
+
+    # --- the link graph and what the user works on
+
+    def resolved_links(self) -> list[tuple[int, int, str]]:
+        return (
+            self.db.connect()
+            .execute(
+                "SELECT source_id, target_id, kind FROM links"
+                " WHERE target_id IS NOT NULL AND target_id != source_id"
+            )
+            .fetchall()
+        )
+
+    def passage_links(self, block_ids: Sequence[int]) -> list[tuple[int, int]]:
+        if not block_ids:
+            return []
+        marks = ",".join("?" * len(block_ids))
+        return (
+            self.db.connect()
+            .execute(
+                "SELECT b.id, l.target_id FROM blocks b"
+                " JOIN links l ON l.source_id = b.note_id AND l.block_ordinal = b.ordinal"
+                f" WHERE b.id IN ({marks}) AND l.kind != 'embed'"
+                " AND l.target_id IS NOT NULL AND l.target_id != b.note_id",
+                list(block_ids),
+            )
+            .fetchall()
+        )
+
+    def recent_accesses(self, limit: int) -> list[tuple[int, float]]:
+        return (
+            self.db.connect()
+            .execute(
+                "SELECT note_id, max(at) AS last FROM accesses GROUP BY note_id"
+                " ORDER BY last DESC, note_id LIMIT ?",
+                (limit,),
+            )
+            .fetchall()
+        )
+
+    def count_edited_since(self, mtime_ns: int) -> int:
+        (count,) = (
+            self.db.connect()
+            .execute("SELECT count(*) FROM notes WHERE mtime_ns >= ?", (mtime_ns,))
+            .fetchone()
+        )
+        return int(count)
+
+    def edited_since(self, mtime_ns: int, limit: int) -> list[tuple[int, int]]:
+        return (
+            self.db.connect()
+            .execute(
+                "SELECT id, mtime_ns FROM notes WHERE mtime_ns >= ?"
+                " ORDER BY mtime_ns DESC, id LIMIT ?",
+                (mtime_ns, limit),
+            )
+            .fetchall()
+        )
+
+    # --- vectors
+
+    def vector_count(self, model: str) -> int:
+        return int(
+            self.db.connect()
+            .execute(
+                "SELECT count(*) FROM blocks b JOIN embeddings e"
+                " ON e.model = ? AND e.hash = b.embed_hash",
+                (model,),
+            )
+            .fetchone()[0]
+        )
+
+    def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, bytes]]]:
+        """In the embeddings' own key order: asked for in block order, SQLite sorts every
+        vector in a temporary b-tree first (160 MB at 100k blocks, which the allocator then
+        keeps)."""
+        cursor = self.db.connect().execute(
+            "SELECT b.id, b.note_id, e.vector FROM embeddings e"
+            " JOIN blocks b ON b.embed_hash = e.hash WHERE e.model = ?",
+            (model,),
+        )
+        try:
+            while rows := cursor.fetchmany(chunk):
+                yield rows
+        finally:
+            cursor.close()
+
+
+def _note_table(conn: sqlite3.Connection, name: str, notes: Collection[int] | None) -> str | None:
+    """`notes` in the connection's temp table `name`, for the lexical SQL to join; None
+    without a set."""
+    if notes is None:
+        return None
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} (note_id INTEGER PRIMARY KEY)")
+    conn.execute(f"DELETE FROM temp.{name}")
+    conn.executemany(f"INSERT INTO temp.{name}(note_id) VALUES (?)", ((i,) for i in notes))
+    return f"temp.{name}"

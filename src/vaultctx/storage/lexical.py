@@ -1,0 +1,117 @@
+"""SQLite FTS5 for lexical search: the tokenizer, a built query, its terms and bm25 runner.
+
+The index's full-text table (`blocks_fts`) and memory's (`memories_fts`) both use
+FTS_TOKENIZER, so the same query building (`search.query.build_query`) serves both; what it
+asks of the index — a text's terms, their document frequencies — and running the built query
+live here, next to the SQL.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+
+@dataclass(frozen=True)
+class LexicalQuery:
+    """The FTS5 query built from a user's text, and why each word was kept or dropped."""
+
+    match: str | None
+    terms: tuple[str, ...] = ()
+    phrases: tuple[str, ...] = ()
+    prefixes: tuple[str, ...] = ()
+    dropped: dict[str, str] = field(default_factory=dict)
+    languages: tuple[str, ...] = ("en",)
+
+    def explain(self) -> dict:
+        return {
+            "fts_query": self.match,
+            "languages": list(self.languages),
+            "terms": list(self.terms),
+            "phrases": list(self.phrases),
+            "prefixes": list(self.prefixes),
+            "dropped": dict(self.dropped),
+        }
+
+
+def quote(text: str) -> str:
+    """`text` as one FTS5 string: never read as query syntax."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+class FtsTerms:
+    """Tokenizes text exactly as the index does, through a temporary in-memory FTS5 table
+    with the same tokenizer, read back with fts5vocab; and counts the rows of `fts_table`
+    holding a term. Per connection; costs ~50 µs. Uncached: `search.query.QueryTokenizer`
+    keeps the counts.
+
+    `fts_table` names the FTS5 table whose document frequencies guide the query (the
+    memory store passes `memories_fts`); it must use the same tokenizer."""
+
+    def __init__(self, conn: sqlite3.Connection, fts_table: str = "blocks_fts") -> None:
+        self.conn = conn
+        self._vocab = "vx_vocab" if fts_table == "blocks_fts" else f"vx_vocab_{fts_table}"
+        tables = {
+            "vx_qtok": f"fts5(x, tokenize='{FTS_TOKENIZER}')",
+            "vx_qtok_v": "fts5vocab(temp, vx_qtok, instance)",
+            self._vocab: f"fts5vocab(main, {fts_table}, row)",
+        }
+        # Even with IF NOT EXISTS, re-running CREATE VIRTUAL TABLE costs milliseconds; the
+        # temp schema says in microseconds whether this connection has them already.
+        existing = {name for (name,) in conn.execute("SELECT name FROM temp.sqlite_master")}
+        for name, module in tables.items():
+            if name not in existing:
+                conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING {module}")
+
+    def stems(self, text: str) -> list[str]:
+        """Index terms of `text` in order (one per token)."""
+        self.conn.execute("DELETE FROM temp.vx_qtok")
+        self.conn.execute("INSERT INTO temp.vx_qtok(x) VALUES (?)", (text,))
+        rows = self.conn.execute("SELECT term, offset FROM temp.vx_qtok_v ORDER BY offset")
+        return [term for term, _ in rows]
+
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """Rows containing each term; a term no row holds is left out. fts5vocab counts by
+        reading the term's whole doclist (milliseconds for a common term in 100k blocks)."""
+        if not terms:
+            return {}
+        marks = ",".join("?" * len(terms))
+        rows = self.conn.execute(
+            f"SELECT term, doc FROM temp.{self._vocab} WHERE term IN ({marks})", list(terms)
+        )
+        return dict(rows.fetchall())
+
+
+def run_bm25(
+    conn: sqlite3.Connection,
+    table: str,
+    query: LexicalQuery,
+    weights: Sequence[float],
+    limit: int,
+    *,
+    join: str | None = None,
+    where: Sequence[str] = (),
+    args: Sequence[object] = (),
+) -> list[tuple[int, float]]:
+    """Run a built query over the FTS5 `table`: (rowid, bm25 score, higher is better), best
+    first, ties to the lower rowid. `weights` weigh the table's columns. `join` (a table and
+    its ON clause, joined to the FTS5 table aliased `f`) and `where` (conditions on it, with
+    `args` for their parameters) keep only some rows."""
+    if query.match is None or limit <= 0:
+        return []
+    marks = ", ".join("?" * len(weights))
+    if join is None and not where:
+        sql = (
+            f"SELECT rowid, bm25({table}, {marks}) AS s FROM {table}"
+            f" WHERE {table} MATCH ? ORDER BY s, rowid LIMIT ?"
+        )
+    else:
+        sql = (
+            f"SELECT f.rowid, bm25({table}, {marks}) AS s FROM {table} f JOIN {join}"
+            f" WHERE {' AND '.join([f'{table} MATCH ?', *where])} ORDER BY s, f.rowid LIMIT ?"
+        )
+    rows = conn.execute(sql, (*weights, query.match, *args, limit)).fetchall()
+    return [(rowid, -score) for rowid, score in rows]
