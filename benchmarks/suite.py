@@ -31,6 +31,9 @@ from typing import Any
 from baselines import PlainBEIR, PlainNotes
 from common import DATA, REPO, load_beir, percentile
 
+# Settings for every vault of a run, or a function of the vault's name giving its own.
+Settings = dict[str, Any] | Callable[[str], dict[str, Any]] | None
+
 QUESTIONS = REPO / "tests" / "questions"
 VAULTS = DATA / "vaults"
 EXAMPLE_VAULT = REPO / "examples" / "vault"
@@ -173,7 +176,7 @@ def run_beir(
     *,
     baseline: bool = True,
     limit: int | None = None,
-    settings: dict[str, Any] | None = None,
+    settings: Settings = None,
 ) -> list[Row]:
     from vaultctx import Workspace
 
@@ -185,7 +188,7 @@ def run_beir(
     write_beir_vault(corpus, vault, layout)
     rows = []
     embed_vectors = any(r is None or "vector" in r for r in modes.values())
-    config = {"embed": embed_vectors, **(settings or {})}
+    config = {"embed": embed_vectors, **settings_for(settings, f"{dataset.name}_{layout}")}
     with Workspace.open(vault, config, embedder=embedder) as ws:
         cache = workdir / dataset.name / "vectors.db"
         ws.db.connect()  # creates the index, so vectors can be copied in
@@ -236,13 +239,21 @@ def share_vectors(index_db: Path, cache_db: Path, *, into_index: bool) -> None:
         conn.close()
 
 
+def settings_for(settings: Settings, vault: str) -> dict[str, Any]:
+    """The settings a run uses for one vault (a callable gives each its own, e.g. its own
+    PostgreSQL database)."""
+    if callable(settings):
+        return settings(vault)
+    return settings or {}
+
+
 def _open_vault(
-    qset: QuestionSet, workdir: Path, embedder: Any, embed: bool, settings: dict | None
+    qset: QuestionSet, workdir: Path, embedder: Any, embed: bool, settings: Settings
 ) -> Any:
     from vaultctx import Workspace
 
     index = workdir / "vaults" / qset.vault.name / "index"
-    config = {"index_dir": str(index), "embed": embed, **(settings or {})}
+    config = {"index_dir": str(index), "embed": embed, **settings_for(settings, qset.vault.name)}
     return Workspace.open(qset.vault, config, embedder=embedder)
 
 
@@ -256,9 +267,15 @@ def vault_language(ws: Any) -> str:
 
 
 def _clear_context(ws: Any) -> None:
-    """Forget every open/touch, so a run starts from no context (a benchmark's own index)."""
+    """Forget every open/touch, so a run starts from no context (a benchmark's own index,
+    or its own database)."""
     with ws.db.transaction() as conn:
         conn.execute("DELETE FROM accesses")
+    if ws.config.database_url is not None:
+        import psycopg
+
+        with psycopg.connect(ws.config.database_url, autocommit=True) as pg:
+            pg.execute("DELETE FROM accesses")
 
 
 def run_questions(
@@ -268,7 +285,7 @@ def run_questions(
     *,
     use_vectors: bool = True,
     baseline: bool = True,
-    settings: dict[str, Any] | None = None,
+    settings: Settings = None,
 ) -> list[Row]:
     with _open_vault(qset, workdir, embedder, use_vectors, settings) as ws:
         ws.index()
@@ -331,7 +348,7 @@ def run_suite(
     only: Callable[[str], bool] = lambda name: True,
     log: Callable[[str], None] = print,
     baseline: bool = True,
-    settings: dict[str, Any] | None = None,
+    settings: Settings = None,
 ) -> list[Row]:
     rows: list[Row] = []
     for qset in question_sets():

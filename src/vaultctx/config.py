@@ -85,6 +85,11 @@ class Config(BaseModel):
     index_dir: str | None = Field(
         None, description="where the index lives; default <vault>/.vaultctx"
     )
+    database_url: str | None = Field(
+        None,
+        description="a PostgreSQL database (postgresql://user@host/db) that `index` publishes"
+        " to and every read comes from, shared by a team's servers; unset: the SQLite index",
+    )
     chunk_tokens: int = Field(200, ge=32, le=2048, description="max tokens per block")
     index_workers: int | None = Field(
         None,
@@ -130,6 +135,13 @@ class Config(BaseModel):
         2, ge=0, description="latest turns kept verbatim when a session is compacted"
     )
 
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_only(cls, value: str | None) -> str | None:
+        if value is not None and value.split("://", 1)[0] not in ("postgresql", "postgres"):
+            raise ValueError("must be a postgresql:// URL (unset: the SQLite index)")
+        return value
+
     @classmethod
     def keys(cls) -> list[str]:
         return list(cls.model_fields)
@@ -154,7 +166,13 @@ def config_path(vault: Path) -> Path:
 
 def _coerce_env(key: str, raw: str) -> Any:
     """Environment values are strings; let pydantic coerce them, but map '' to None."""
-    if raw == "" and key in ("index_dir", "index_workers", "llm_model", "llm_api_base"):
+    if raw == "" and key in (
+        "index_dir",
+        "index_workers",
+        "llm_model",
+        "llm_api_base",
+        "database_url",
+    ):
         return None
     return raw
 

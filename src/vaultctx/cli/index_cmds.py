@@ -15,10 +15,21 @@ from .output import console, emit_json, err_console, human_bytes, warn
 @cli.command()
 @vault_argument
 @click.option("--no-embed", is_flag=True, help="Index text and links only, no embeddings.")
+@click.option(
+    "--from-database",
+    is_flag=True,
+    help="First replace the local SQLite index with the database's (database_url), vectors"
+    " included: the way back from PostgreSQL.",
+)
 @json_option
-def index(vault: str, no_embed: bool, as_json: bool) -> None:
-    """Index VAULT (default: the current folder); only changed notes are re-read."""
+def index(vault: str, no_embed: bool, from_database: bool, as_json: bool) -> None:
+    """Index VAULT (default: the current folder); only changed notes are re-read. With
+    `database_url` set, what changed is then published to that PostgreSQL database."""
     with open_workspace(vault) as ws:
+        if from_database:
+            restored = ws.restore_from_database()
+            if not as_json:
+                console.print(f"Restored {restored} notes from the database.")
         show_progress = not as_json and err_console.is_terminal
         if show_progress:
             with Progress(
@@ -58,6 +69,13 @@ def index(vault: str, no_embed: bool, as_json: bool) -> None:
         f"{report.deleted} deleted, {report.unchanged} unchanged; "
         f"{report.blocks_written} blocks written, {report.embedded} embedded."
     )
+    if report.published is not None:
+        published = report.published
+        console.print(
+            f"Published to the database{' (everything)' if published['full'] else ''}:"
+            f" {published['notes_written']} notes written, {published['notes_deleted']} deleted,"
+            f" {published['vectors']} vectors copied in {published['elapsed_ms'] / 1000:.2f}s."
+        )
     console.print(
         f"{status.blocks} blocks, {status.links} links ({status.dangling_links} dangling), "
         f"{status.tags} tags, {status.vectors} vectors · {human_bytes(status.index_bytes)}"

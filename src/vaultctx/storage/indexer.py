@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from .db import IndexDatabase
 from .embeddings import Embedder
@@ -31,7 +32,7 @@ _BULK_FILES = 1000  # from this many files to read, checkpoint once after text a
 _EMBED_BATCH = 256
 # A note's language for the full-text index: the vault's `language` setting, or its own.
 _LANGUAGE = "COALESCE(:language, NULLIF(n.language, ''))"
-# The full-text row of each block, analysed in its note's language.
+# The full-text row of each block, analysed in its note's language (also what sync.py publishes).
 FTS_VALUES = (
     f"b.id, vx_analyse(b.title, {_LANGUAGE}), vx_analyse(b.heading_path, {_LANGUAGE}),"
     f" vx_analyse(b.text, {_LANGUAGE}) FROM blocks b JOIN notes n ON n.id = b.note_id"
@@ -55,6 +56,8 @@ class IndexReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
     elapsed_ms: float = 0.0
+    # With a `database_url`: what the run published there (`postgres.sync.PublishReport`).
+    published: dict[str, Any] | None = None
 
     @property
     def changed(self) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ..config import CONFIG_DIRNAME, Config, load_config
-from ..errors import NoteNotFound, NotIndexed, VaultNotFound
+from ..errors import ConfigError, NoteNotFound, NotIndexed, VaultNotFound
 from .db import IndexDatabase, WriterLock
 from .embeddings import Embedder
 from .graph import build_graph
@@ -61,8 +61,11 @@ class Vault:
         self.root = root
         self.config = config
         self.db = db
-        # What select, related and refine read from the index (the writes go through `db`).
-        self.reads: IndexReads = SqliteReads(db)
+        # What select, related and refine read from the index (the writes go through `db`):
+        # the SQLite index, or the PostgreSQL database it is published to.
+        self.reads: IndexReads = (
+            SqliteReads(db) if config.database_url is None else _postgres_reads(config.database_url)
+        )
         self.embedder = embedder
         self._write_lock = threading.Lock()
         self._graph_cache: tuple[str | None, nx.DiGraph] | None = None
@@ -120,7 +123,41 @@ class Vault:
                 workers=self.config.index_workers,
                 language=self.config.language,
             )
-            return indexer.run(paths)
+            if self.config.database_url is None:
+                return indexer.run(paths)
+            return self._index_and_publish(indexer, paths, self.config.database_url)
+
+    def _index_and_publish(
+        self, indexer: Indexer, paths: list[str] | None, url: str
+    ) -> IndexReport:
+        """Index into the SQLite index, then publish what changed to the database, holding
+        the database's indexing lock throughout: one indexer at a time, and one that starts
+        after another host indexed goes on from the database's content."""
+        from .postgres.schema import connect
+        from .postgres.sync import catch_up, indexing_lock, publish
+
+        language = self.config.language
+        with connect(url) as pg, indexing_lock(pg):
+            catch_up(self.db, pg, language)
+            report = indexer.run(paths)
+            report.published = asdict(publish(self.db, pg, language))
+        return report
+
+    def restore_from_database(self) -> int:
+        """Replace the SQLite index with the database's (`database_url`), vectors included:
+        the way back from PostgreSQL, or a new host's start. Returns the notes restored."""
+        from .postgres.schema import connect
+        from .postgres.sync import indexing_lock, restore
+
+        if self.config.database_url is None:
+            raise ConfigError("no database to restore from: set database_url first")
+        with (
+            self._write_lock,
+            WriterLock(self.db.path.parent / "index.lock"),
+            connect(self.config.database_url) as pg,
+            indexing_lock(pg),
+        ):
+            return restore(pg, self.db, self.config.language)
 
     @property
     def generation(self) -> str | None:
@@ -262,6 +299,12 @@ class Vault:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.root)!r})"
+
+
+def _postgres_reads(url: str) -> IndexReads:
+    from .postgres.reads import PostgresReads
+
+    return PostgresReads(url)
 
 
 def _iso(timestamp: float) -> str:

@@ -1,0 +1,10 @@
+"""The index on PostgreSQL: one database that any number of servers read, for a team.
+
+SQLite stays the analysis engine: the indexer indexes a vault into its local SQLite index as
+always, and `sync.publish` copies what changed into PostgreSQL in one transaction, with each
+block's terms as FTS5 itself tokenized them (`postings`). `reads.PostgresReads` then answers
+select's questions from PostgreSQL alone, with FTS5's own bm25 computed in SQL over those
+postings, so rankings match the SQLite index's (PostgreSQL's `ts_rank` does not come close).
+
+psycopg is imported here only: the `postgres` extra (`pip install 'vaultctx[postgres]'`).
+"""

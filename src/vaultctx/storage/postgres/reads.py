@@ -1,0 +1,434 @@
+"""`IndexReads` over PostgreSQL: the same answers as the SQLite index's, from tables.
+
+Lexical ranking is FTS5's bm25, computed here from the postings `sync.publish` wrote: for
+each phrase of the query (a term, a prefix's terms, or a quoted phrase), IDF from the number
+of blocks holding it, and its count in each column weighted by that column's weight; the
+same constants, the same floor, the same tie-break (lower block id). A query of terms and
+prefixes is one SQL statement; one with quoted phrases matches their positions here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Collection, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..lexical import FtsTerms, LexicalQuery
+from .schema import POSITION_STRIDE, connect
+
+# FTS5's bm25 (fts5_aux.c): k1, b, and the IDF of a term in more than half the rows.
+K1 = 1.2
+B = 0.75
+IDF_FLOOR = 1e-6
+
+_ITEMS_BM25 = """
+WITH it(item, term) AS (SELECT * FROM unnest(%(items)s::int[], %(terms)s::text[])),
+hit AS (
+    SELECT it.item, p.block_id,
+           sum(%(w0)s * p.tf_title + %(w1)s * p.tf_heading + %(w2)s * p.tf_text) AS f
+    FROM it JOIN postings p ON p.term = it.term
+    GROUP BY it.item, p.block_id
+),
+idf AS (
+    SELECT item, greatest(ln((%(rows)s - count(*) + 0.5) / (count(*) + 0.5)), %(floor)s) AS idf
+    FROM hit GROUP BY item
+)
+SELECT h.block_id,
+       sum(idf.idf * h.f * (%(k1)s + 1)
+           / (h.f + %(k1)s * (1 - %(b)s + %(b)s * b.ntok / %(avgdl)s))) AS score
+FROM hit h JOIN idf USING (item) JOIN blocks b ON b.id = h.block_id
+WHERE (%(allowed)s::bigint[] IS NULL OR b.note_id = ANY(%(allowed)s::bigint[]))
+  AND NOT (b.note_id = ANY(%(hidden)s::bigint[]))
+GROUP BY h.block_id
+ORDER BY score DESC, h.block_id
+LIMIT %(limit)s
+"""
+
+
+_BLOCK_FIELDS = (
+    "note_id", "path", "title", "heading", "heading_path", "text", "start_line", "end_line",
+    "tokens",
+)  # fmt: skip
+
+
+def bm25_part(idf: float, f: float, ntok: float, avgdl: float) -> float:
+    """One phrase's share of a block's score, as FTS5 computes it."""
+    return idf * f * (K1 + 1) / (f + K1 * (1 - B + B * ntok / avgdl))
+
+
+def idf_of(rows: float, holding: int) -> float:
+    return max(float(np.log((rows - holding + 0.5) / (holding + 0.5))), IDF_FLOOR)
+
+
+class PostgresReads:
+    """`IndexReads` over a PostgreSQL database: a connection per calling thread (psycopg
+    connections are not shared between threads here), and a local FTS5 tokenizer so query
+    terms are the index's own."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self.url = url
+        self.errors: tuple[type[Exception], ...] = (psycopg.Error, sqlite3.Error)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[Any] = []
+        self.connect()  # fails now, with a clear error, when the database cannot be reached
+
+    def connect(self) -> Any:
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            conn = self._local.conn = connect(self.url)
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    def record_access(self, note_id: int, at: float, kind: str) -> None:
+        self.connect().execute(
+            "INSERT INTO accesses (note_id, at, kind) VALUES (%s, %s, %s)", (note_id, at, kind)
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+
+    def _rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+        return self.connect().execute(sql, params).fetchall()
+
+    def _terms(self) -> FtsTerms:
+        terms = getattr(self._local, "terms", None)
+        if terms is None:
+            terms = self._local.terms = FtsTerms(sqlite3.connect(":memory:"))
+        return terms
+
+    # --- the index as a whole
+
+    def meta(self, key: str) -> str | None:
+        row = self._rows("SELECT value FROM meta WHERE key = %s", (key,))
+        return row[0][0] if row else None
+
+    def block_count(self) -> int:
+        return int(self._rows("SELECT count(*) FROM blocks")[0][0])
+
+    def note_ids(self) -> list[int]:
+        return [r[0] for r in self._rows("SELECT id FROM notes ORDER BY id")]
+
+    def all_note_paths(self) -> list[tuple[int, str]]:
+        return self._rows("SELECT id, path FROM notes")
+
+    def language_counts(self, hidden: Collection[int] = ()) -> dict[str, int]:
+        return dict(
+            self._rows(
+                "SELECT language, count(*) FROM notes WHERE language != ''"
+                " AND NOT (id = ANY(%s)) GROUP BY language",
+                (sorted(hidden),),
+            )
+        )
+
+    def notes_matching(
+        self,
+        modified_after_ns: int | None,
+        modified_before_ns: int | None,
+        tags: Sequence[str],
+    ) -> list[tuple[int, str, str]]:
+        clauses: list[str] = []
+        params: list[object] = []
+        if modified_after_ns is not None:
+            clauses.append("mtime_ns >= %s")
+            params.append(modified_after_ns)
+        if modified_before_ns is not None:
+            clauses.append("mtime_ns < %s")
+            params.append(modified_before_ns)
+        for tag in tags:  # a tag also matches its nested tags: 'pests', 'pests/varroa'
+            clauses.append(
+                "id IN (SELECT note_id FROM tags WHERE tag = %s OR starts_with(tag, %s))"
+            )
+            params.extend([tag, tag + "/"])
+        where = " WHERE " + " AND ".join(clauses) if clauses else ""
+        return self._rows(f"SELECT id, path, frontmatter FROM notes{where}", params)
+
+    # --- lexical
+
+    def stems(self, text: str) -> list[str]:
+        return self._terms().stems(text)
+
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        if not terms:
+            return {}
+        return dict(self._rows("SELECT term, df FROM term_df WHERE term = ANY(%s)", (list(terms),)))
+
+    def bm25_blocks(
+        self,
+        query: LexicalQuery,
+        weights: Sequence[float],
+        limit: int,
+        *,
+        allowed: Collection[int] | None = None,
+        hidden: Collection[int] = (),
+    ) -> list[tuple[int, float]]:
+        if query.match is None or limit <= 0 or allowed == set():
+            return []
+        items = [[term] for term in query.terms] + [self._prefix_terms(p) for p in query.prefixes]
+        phrases = [self.stems(p) for p in query.phrases]
+        rows = float(self.meta("lexical_rows") or 0)
+        avgdl = float(self.meta("lexical_tokens") or 0) / rows if rows else 1.0
+        if not phrases:
+            return self._items_bm25(items, weights, limit, allowed, hidden, rows, avgdl)
+        return self._phrases_bm25(items, phrases, weights, limit, allowed, hidden, rows, avgdl)
+
+    def _prefix_terms(self, prefix: str) -> list[str]:
+        """The index terms a `prefix*` matches (FTS5 stems the prefix as it stems a term)."""
+        stems = self.stems(prefix)
+        if len(stems) != 1:
+            return []
+        escaped = stems[0].replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        found = self._rows("SELECT term FROM term_df WHERE term LIKE %s", (escaped + "%",))
+        return [term for (term,) in found]
+
+    def _items_bm25(
+        self,
+        items: list[list[str]],
+        weights: Sequence[float],
+        limit: int,
+        allowed: Collection[int] | None,
+        hidden: Collection[int],
+        rows: float,
+        avgdl: float,
+    ) -> list[tuple[int, float]]:
+        """Terms and prefixes, OR'ed: one statement."""
+        pairs = [(i, term) for i, terms in enumerate(items) for term in terms]
+        if not pairs:
+            return []
+        found = self._rows(
+            _ITEMS_BM25,
+            {
+                "items": [i for i, _ in pairs],
+                "terms": [t for _, t in pairs],
+                "w0": float(weights[0]),
+                "w1": float(weights[1]),
+                "w2": float(weights[2]),
+                "rows": rows,
+                "floor": IDF_FLOOR,
+                "k1": K1,
+                "b": B,
+                "avgdl": avgdl,
+                "allowed": sorted(allowed) if allowed is not None else None,
+                "hidden": sorted(hidden),
+                "limit": limit,
+            },
+        )
+        return [(int(block), float(score)) for block, score in found]
+
+    def _phrases_bm25(
+        self,
+        items: list[list[str]],
+        phrases: list[list[str]],
+        weights: Sequence[float],
+        limit: int,
+        allowed: Collection[int] | None,
+        hidden: Collection[int],
+        rows: float,
+        avgdl: float,
+    ) -> list[tuple[int, float]]:
+        """Every phrase required, and one of the terms or prefixes when there are some:
+        FTS5's `"a b" AND ("c" OR "d"*)`."""
+        counted = [self._phrase_counts(tokens, weights) for tokens in phrases]
+        candidates = set.intersection(*(set(c) for c in counted)) if counted else set()
+        if not candidates:
+            return []
+        ids = sorted(candidates)
+        ntok = dict(self._rows("SELECT id, ntok FROM blocks WHERE id = ANY(%s)", (ids,)))
+        notes = dict(self._rows("SELECT id, note_id FROM blocks WHERE id = ANY(%s)", (ids,)))
+        scores = {
+            block: sum(
+                bm25_part(idf_of(rows, len(found)), found[block], ntok[block], avgdl)
+                for found in counted
+            )
+            for block in ids
+        }
+        if any(items):
+            matched: set[int] = set()
+            for terms in items:
+                holding = self._holding(terms, weights)
+                idf = idf_of(rows, len(holding))
+                for block in ids:
+                    if block in holding:
+                        matched.add(block)
+                        scores[block] += bm25_part(idf, holding[block], ntok[block], avgdl)
+            ids = [block for block in ids if block in matched]
+        hidden_set = set(hidden)
+        kept = [
+            (block, scores[block])
+            for block in ids
+            if notes[block] not in hidden_set and (allowed is None or notes[block] in allowed)
+        ]
+        kept.sort(key=lambda pair: (-pair[1], pair[0]))
+        return kept[:limit]
+
+    def _holding(self, terms: list[str], weights: Sequence[float]) -> dict[int, float]:
+        """{block: weighted count} of the blocks holding any of `terms`."""
+        if not terms:
+            return {}
+        found = self._rows(
+            "SELECT block_id, sum(%s * tf_title + %s * tf_heading + %s * tf_text)"
+            " FROM postings WHERE term = ANY(%s) GROUP BY block_id",
+            (float(weights[0]), float(weights[1]), float(weights[2]), terms),
+        )
+        return {int(block): float(f) for block, f in found}
+
+    def _phrase_counts(self, tokens: list[str], weights: Sequence[float]) -> dict[int, float]:
+        """{block: weighted count of the phrase's occurrences} of the blocks holding it: its
+        terms at consecutive positions of one column."""
+        if not tokens:
+            return {}
+        positions: dict[int, dict[str, set[int]]] = {}
+        for term, block, places in self._rows(
+            "SELECT term, block_id, positions FROM postings WHERE term = ANY(%s)",
+            (sorted(set(tokens)),),
+        ):
+            positions.setdefault(block, {})[term] = set(places)
+        counts: dict[int, float] = {}
+        for block, held in positions.items():
+            if len(held) < len(set(tokens)):
+                continue
+            f = 0.0
+            for start in held[tokens[0]]:
+                if all(start + k in held[token] for k, token in enumerate(tokens)):
+                    f += float(weights[start // POSITION_STRIDE])
+            if f:
+                counts[block] = f
+        return counts
+
+    # --- blocks and notes by id
+
+    def block_notes(self, block_ids: Collection[int]) -> dict[int, int]:
+        if not block_ids:
+            return {}
+        return dict(
+            self._rows("SELECT id, note_id FROM blocks WHERE id = ANY(%s)", (sorted(block_ids),))
+        )
+
+    def block_rows(self, block_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        if not block_ids:
+            return {}
+        found = self._rows(
+            "SELECT b.id, b.note_id, n.path, n.title, b.heading, b.heading_path, b.text,"
+            " b.start_line, b.end_line, b.tokens FROM blocks b JOIN notes n ON n.id = b.note_id"
+            " WHERE b.id = ANY(%s)",
+            (list(block_ids),),
+        )
+        return {
+            r[0]: {"id": f"block:{r[0]}", "kind": "block", "block_id": r[0]}
+            | dict(zip(_BLOCK_FIELDS, r[1:], strict=True))
+            for r in found
+        }
+
+    def note_paths(self, note_ids: Sequence[int]) -> dict[int, str]:
+        if not note_ids:
+            return {}
+        return dict(self._rows("SELECT id, path FROM notes WHERE id = ANY(%s)", (list(note_ids),)))
+
+    def note_block_counts(self, note_ids: Sequence[int]) -> dict[int, int]:
+        if not note_ids:
+            return {}
+        return dict(
+            self._rows(
+                "SELECT note_id, count(*) FROM blocks WHERE note_id = ANY(%s) GROUP BY note_id",
+                (list(note_ids),),
+            )
+        )
+
+    def first_blocks(self, note_ids: Sequence[int]) -> dict[int, int]:
+        if not note_ids:
+            return {}
+        return dict(
+            self._rows(
+                "SELECT note_id, min(id) FROM blocks WHERE ordinal = 0 AND note_id = ANY(%s)"
+                " GROUP BY note_id",
+                (list(note_ids),),
+            )
+        )
+
+    def note_title_language(self, note_id: int) -> tuple[str, str | None] | None:
+        found = self._rows(
+            "SELECT title, NULLIF(language, '') FROM notes WHERE id = %s", (note_id,)
+        )
+        return tuple(found[0]) if found else None  # type: ignore[return-value]
+
+    def note_sections(self, note_id: int) -> list[tuple[str, str]]:
+        return self._rows(
+            "SELECT heading_path, text FROM blocks WHERE note_id = %s ORDER BY ordinal", (note_id,)
+        )
+
+    def neighbours(self, block_id: int) -> list[tuple[int, int, str, int, int, int]]:
+        return self._rows(
+            "SELECT n.id, n.ordinal - b.ordinal, n.text, n.tokens, n.start_line, n.end_line"
+            " FROM blocks b JOIN blocks n ON n.note_id = b.note_id"
+            " AND n.ordinal IN (b.ordinal - 1, b.ordinal + 1) WHERE b.id = %s ORDER BY n.ordinal",
+            (block_id,),
+        )
+
+    # --- the link graph and what the user works on
+
+    def resolved_links(self) -> list[tuple[int, int, str]]:
+        return self._rows(
+            "SELECT source_id, target_id, kind FROM links"
+            " WHERE target_id IS NOT NULL AND target_id != source_id ORDER BY id"
+        )
+
+    def passage_links(self, block_ids: Sequence[int]) -> list[tuple[int, int]]:
+        if not block_ids:
+            return []
+        return self._rows(
+            "SELECT b.id, l.target_id FROM blocks b"
+            " JOIN links l ON l.source_id = b.note_id AND l.block_ordinal = b.ordinal"
+            " WHERE b.id = ANY(%s) AND l.kind != 'embed'"
+            " AND l.target_id IS NOT NULL AND l.target_id != b.note_id",
+            (list(block_ids),),
+        )
+
+    def recent_accesses(self, limit: int) -> list[tuple[int, float]]:
+        return self._rows(
+            "SELECT note_id, max(at) AS last FROM accesses GROUP BY note_id"
+            " ORDER BY last DESC, note_id LIMIT %s",
+            (limit,),
+        )
+
+    def count_edited_since(self, mtime_ns: int) -> int:
+        return int(self._rows("SELECT count(*) FROM notes WHERE mtime_ns >= %s", (mtime_ns,))[0][0])
+
+    def edited_since(self, mtime_ns: int, limit: int) -> list[tuple[int, int]]:
+        return self._rows(
+            "SELECT id, mtime_ns FROM notes WHERE mtime_ns >= %s ORDER BY mtime_ns DESC, id"
+            " LIMIT %s",
+            (mtime_ns, limit),
+        )
+
+    # --- vectors
+
+    def vector_count(self, model: str) -> int:
+        return int(
+            self._rows(
+                "SELECT count(*) FROM blocks b JOIN embeddings e"
+                " ON e.model = %s AND e.hash = b.embed_hash",
+                (model,),
+            )[0][0]
+        )
+
+    def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, bytes]]]:
+        with self.connect().cursor(binary=True) as cur:
+            cur.execute(
+                "SELECT b.id, b.note_id, e.vector FROM embeddings e"
+                " JOIN blocks b ON b.embed_hash = e.hash WHERE e.model = %s",
+                (model,),
+            )
+            while found := cur.fetchmany(chunk):
+                yield [
+                    (block, note, vector.to_numpy().astype(np.float32).tobytes())
+                    for block, note, vector in found
+                ]

@@ -1,0 +1,160 @@
+"""The PostgreSQL schema and its migrations, and connections to it.
+
+The tables mirror the SQLite index's (same ids, same columns), so an index moves between the
+two as it is. What FTS5 keeps inside its own files is kept here as tables: each block's
+terms with their counts per column and positions (`postings`), each term's block count
+(`term_df`), and each block's token count (`blocks.ntok`); the totals bm25 needs are in
+`meta` (`lexical_rows`, `lexical_tokens`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ...errors import IndexCorrupt
+
+# Positions are stored as column * POSITION_STRIDE + offset, so one array holds every
+# column's (a block's column holds far fewer tokens than this).
+POSITION_STRIDE = 1_000_000
+
+
+def _m001_index() -> str:
+    return """
+        CREATE EXTENSION IF NOT EXISTS vector;
+        CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);
+        CREATE TABLE notes (
+            id bigint PRIMARY KEY,
+            path text NOT NULL,
+            title text NOT NULL,
+            mtime_ns bigint NOT NULL,
+            size bigint NOT NULL,
+            content_hash text NOT NULL,
+            frontmatter text NOT NULL DEFAULT '{}',
+            problems text NOT NULL DEFAULT '[]',
+            indexed_at double precision NOT NULL,
+            language text,
+            -- deferred: a publish may move a path from one note to another
+            CONSTRAINT notes_path UNIQUE (path) DEFERRABLE INITIALLY DEFERRED
+        );
+        CREATE INDEX notes_mtime ON notes (mtime_ns);
+        CREATE TABLE blocks (
+            id bigint PRIMARY KEY,
+            note_id bigint NOT NULL REFERENCES notes (id) ON DELETE CASCADE,
+            ordinal integer NOT NULL,
+            title text NOT NULL,
+            heading_path text NOT NULL,
+            heading text NOT NULL,
+            level integer NOT NULL,
+            text text NOT NULL,
+            start_line integer NOT NULL,
+            end_line integer NOT NULL,
+            tokens integer NOT NULL,
+            block_refs text NOT NULL DEFAULT '',
+            embed_hash text NOT NULL,
+            ntok integer NOT NULL              -- tokens in the full-text row, all columns
+        );
+        CREATE INDEX blocks_note ON blocks (note_id, ordinal);
+        CREATE INDEX blocks_embed_hash ON blocks (embed_hash);
+        CREATE TABLE postings (
+            term text NOT NULL,
+            block_id bigint NOT NULL REFERENCES blocks (id) ON DELETE CASCADE,
+            tf_title integer NOT NULL,
+            tf_heading integer NOT NULL,
+            tf_text integer NOT NULL,
+            positions integer[] NOT NULL,      -- column * POSITION_STRIDE + offset
+            PRIMARY KEY (term, block_id)
+        );
+        CREATE INDEX postings_block ON postings (block_id);
+        CREATE TABLE term_df (term text PRIMARY KEY, df integer NOT NULL);
+        CREATE INDEX term_df_prefix ON term_df (term text_pattern_ops);
+        CREATE TABLE embeddings (
+            model text NOT NULL,
+            hash text NOT NULL,
+            vector vector NOT NULL,            -- L2-normalized
+            PRIMARY KEY (model, hash)
+        );
+        CREATE TABLE links (
+            id bigint PRIMARY KEY,
+            source_id bigint NOT NULL REFERENCES notes (id) ON DELETE CASCADE,
+            block_ordinal integer NOT NULL,
+            target text NOT NULL,
+            kind text NOT NULL,
+            heading text,
+            block_ref text,
+            alias text,
+            line integer NOT NULL,
+            target_id bigint REFERENCES notes (id) ON DELETE SET NULL
+        );
+        CREATE INDEX links_source ON links (source_id);
+        CREATE INDEX links_target ON links (target_id);
+        CREATE TABLE tags (
+            note_id bigint NOT NULL REFERENCES notes (id) ON DELETE CASCADE,
+            tag text NOT NULL,
+            PRIMARY KEY (note_id, tag)
+        );
+        CREATE INDEX tags_tag ON tags (tag);
+        CREATE TABLE aliases (
+            note_id bigint NOT NULL REFERENCES notes (id) ON DELETE CASCADE,
+            alias text NOT NULL,
+            PRIMARY KEY (note_id, alias)
+        );
+        CREATE INDEX aliases_lower ON aliases (lower(alias));
+        CREATE TABLE accesses (
+            note_id bigint NOT NULL REFERENCES notes (id) ON DELETE CASCADE,
+            at double precision NOT NULL,
+            kind text NOT NULL DEFAULT 'touch'
+        );
+        CREATE INDEX accesses_at ON accesses (at);
+    """
+
+
+MIGRATIONS: list[Callable[[], str]] = [_m001_index]
+SCHEMA_VERSION = len(MIGRATIONS)
+# Every vaultctx migrating one database takes this lock first: one migrates, the others wait.
+_MIGRATION_LOCK = 0x7661756C  # "vaul"
+
+
+def connect(url: str, **kwargs: Any) -> Any:
+    """A psycopg connection to `url` (autocommit: reads see each publish whole), with the
+    `vector` type known; a clear error when psycopg is not installed or the server is down."""
+    try:
+        import psycopg
+        from pgvector.psycopg import register_vector
+    except ImportError as exc:
+        raise IndexCorrupt(
+            f"database_url is a PostgreSQL URL but {exc.name} is not installed:"
+            " pip install 'vaultctx[postgres]'"
+        ) from exc
+    try:
+        conn = psycopg.connect(url, autocommit=True, **kwargs)
+    except psycopg.Error as exc:
+        raise IndexCorrupt(f"cannot connect to the database: {exc}".strip()) from exc
+    try:
+        migrate(conn)
+        register_vector(conn)
+    except psycopg.Error as exc:  # e.g. no right to create the `vector` extension
+        conn.close()
+        raise IndexCorrupt(f"cannot set up the database's schema: {exc}".strip()) from exc
+    return conn
+
+
+def migrate(conn: Any) -> int:
+    """Bring the schema up to date, in one transaction per step; the version reached."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        conn.execute("CREATE TABLE IF NOT EXISTS vx_schema (version integer NOT NULL)")
+        row = conn.execute("SELECT version FROM vx_schema").fetchone()
+        version = row[0] if row else 0
+        if version > SCHEMA_VERSION:
+            raise IndexCorrupt(
+                f"the database's schema is version {version}, newer than this vaultctx's"
+                f" ({SCHEMA_VERSION}): upgrade vaultctx"
+            )
+        for step in MIGRATIONS[version:]:
+            conn.execute(step())
+        if row is None:
+            conn.execute("INSERT INTO vx_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+        else:
+            conn.execute("UPDATE vx_schema SET version = %s", (SCHEMA_VERSION,))
+    return SCHEMA_VERSION

@@ -1,0 +1,332 @@
+"""The index on PostgreSQL answers every read as the SQLite index does: publish copies what
+changed in one transaction, bm25 ranks as FTS5 ranks, restore brings it all back, vectors
+as they are. On a real PostgreSQL (tests/pg_server.py) and real SQLite index files."""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import EXAMPLE_VAULT, copy_vault
+from vaultctx.errors import IndexLocked
+from vaultctx.search.query import QueryTokenizer, build_query
+from vaultctx.storage import Vault
+from vaultctx.storage.index_reads import SqliteReads
+from vaultctx.storage.postgres.reads import PostgresReads
+from vaultctx.storage.postgres.schema import connect
+from vaultctx.storage.postgres.sync import catch_up, indexing_lock, publish, restore
+
+WEIGHTS = (3.0, 1.5, 1.0)
+
+
+@pytest.fixture(scope="module")
+def published(
+    tmp_path_factory: pytest.TempPathFactory, postgres_server
+) -> Iterator[tuple[Vault, SqliteReads, PostgresReads]]:
+    """The example vault indexed in SQLite and published to a database of its own."""
+    root = copy_vault(EXAMPLE_VAULT, tmp_path_factory.mktemp("pg") / "vault")
+    vault = Vault.open(root)
+    vault.index()
+    url = postgres_server.create_database("published_example")
+    with connect(url) as pg:
+        publish(vault.db, pg, vault.config.language)
+    reads = PostgresReads(url)
+    yield vault, SqliteReads(vault.db), reads
+    reads.close()
+    vault.close()
+    postgres_server.drop_database("published_example")
+
+
+def vault_words(vault: Vault) -> list[str]:
+    rows = vault.db.connect().execute("SELECT title || ' ' || text FROM blocks ORDER BY id")
+    return sorted({w for (text,) in rows for w in re.findall(r"[^\W_]{2,}", text)})
+
+
+def both(published, method: str, *args, **kwargs):
+    _, lite, pg = published
+    return getattr(lite, method)(*args, **kwargs), getattr(pg, method)(*args, **kwargs)
+
+
+def test_every_whole_index_read_is_the_same(published):
+    _, lite, _ = published
+    model = lite.meta("embedding_model")
+    for method, args in [
+        ("block_count", ()),
+        ("note_ids", ()),
+        ("language_counts", ()),
+        ("language_counts", ({1, 2, 3},)),
+        ("vector_count", (model,)),
+        ("count_edited_since", (0,)),
+        ("edited_since", (0, 20)),
+        ("recent_accesses", (10,)),
+    ]:
+        here, there = both(published, method, *args)
+        assert here == there, method
+    for method in ("all_note_paths", "resolved_links"):
+        here, there = both(published, method)
+        assert sorted(here) == sorted(there), method
+    for key in ("embedding_model", "analysis"):
+        assert both(published, "meta", key)[0] == both(published, "meta", key)[1]
+
+
+def test_reads_by_id_are_the_same(published):
+    vault, lite, _ = published
+    notes = lite.note_ids()
+    blocks = [b for (b,) in vault.db.connect().execute("SELECT id FROM blocks ORDER BY id")]
+    some_blocks = [*blocks[::7], 10**9]
+    for method, args in [
+        ("block_notes", (set(some_blocks),)),
+        ("block_rows", (some_blocks,)),
+        ("note_paths", (notes[::3],)),
+        ("note_block_counts", (notes,)),
+        ("first_blocks", (notes,)),
+        ("note_title_language", (notes[5],)),
+        ("note_title_language", (10**9,)),
+        ("note_sections", (notes[5],)),
+        ("neighbours", (blocks[3],)),
+        ("notes_matching", (None, None, ["bees"])),
+        ("notes_matching", (0, 2**62, [])),
+    ]:
+        here, there = both(published, method, *args)
+        if isinstance(here, list):
+            here, there = sorted(here), sorted(there)
+        assert here == there, (method, args)
+    passages = both(published, "passage_links", blocks)
+    assert sorted(passages[0]) == sorted(passages[1])
+
+
+def test_vectors_travel_as_they_are(published):
+    _, lite, pg = published
+    model = lite.meta("embedding_model")
+    here = {b: (n, v) for chunk in lite.vector_rows(model, 50) for b, n, v in chunk}
+    there = {b: (n, v) for chunk in pg.vector_rows(model, 50) for b, n, v in chunk}
+    assert here and here == there
+
+
+def ranked(reads, text: str, **filters) -> tuple[object, list[tuple[int, float]]]:
+    built = build_query(text, QueryTokenizer(reads), reads.block_count())
+    return built, reads.bm25_blocks(built, WEIGHTS, 40, **filters)
+
+
+def assert_same_ranking(published, text: str, **filters) -> None:
+    _, lite, pg = published
+    built_here, here = ranked(lite, text, **filters)
+    built_there, there = ranked(pg, text, **filters)
+    assert built_here == built_there
+    assert [b for b, _ in here] == [b for b, _ in there], text
+    for (_, a), (_, b) in zip(here, there, strict=True):
+        assert b == pytest.approx(a, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "varroa mites treatment",
+        "when should I treat the hives",
+        '"queen cell" swarm',
+        '"honey harvest"',
+        "hiv* inspection",
+        "inspect*",
+        "the and of",
+        "zzzz nothing here",
+        "Königin café naïve",
+    ],
+)
+def test_bm25_ranks_as_fts5_ranks(published, text):
+    assert_same_ranking(published, text)
+
+
+def test_bm25_keeps_only_allowed_and_unhidden_notes(published):
+    _, lite, pg = published
+    notes = lite.note_ids()
+    assert_same_ranking(published, "hive bees honey", allowed=set(notes[::2]))
+    assert_same_ranking(published, "hive bees honey", hidden=set(notes[1::3]))
+    assert_same_ranking(published, '"the hive" bees', allowed=set(notes[::2]), hidden={notes[0]})
+    _, found = ranked(pg, "hive bees honey", allowed=set())
+    assert found == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_bm25_ranks_as_fts5_for_any_query_of_vault_words(published, data):
+    words = vault_words(published[0])
+    picked = data.draw(st.lists(st.sampled_from(words), min_size=1, max_size=6))
+    shape = data.draw(st.sampled_from(["terms", "phrase", "prefix"]))
+    if shape == "phrase" and len(picked) > 1:
+        text = f'"{picked[0]} {picked[1]}" ' + " ".join(picked[2:])
+    elif shape == "prefix":
+        text = " ".join(picked[1:]) + f" {picked[0][:3]}*"
+    else:
+        text = " ".join(picked)
+    assert_same_ranking(published, text)
+
+
+def test_a_phrase_found_in_the_vault_ranks_the_same(published):
+    vault = published[0]
+    texts = [t for (t,) in vault.db.connect().execute("SELECT text FROM blocks ORDER BY id")]
+    rng = random.Random(3)
+    for text in rng.sample(texts, 20):
+        words = re.findall(r"[^\W_]{3,}", text)
+        if len(words) >= 3:
+            start = rng.randrange(len(words) - 2)
+            assert_same_ranking(published, f'"{" ".join(words[start : start + 3])}"')
+
+
+def table_rows(pg, table: str, columns: str) -> list[tuple]:
+    return sorted(tuple(r) for r in pg.execute(f"SELECT {columns} FROM {table}").fetchall())
+
+
+def lite_rows(vault: Vault, table: str, columns: str) -> list[tuple]:
+    return sorted(vault.db.connect().execute(f"SELECT {columns} FROM {table}").fetchall())
+
+
+COMPARED = {
+    "notes": "id, path, title, mtime_ns, content_hash, frontmatter, language",
+    "blocks": "id, note_id, ordinal, heading_path, text, embed_hash",
+    "links": "id, source_id, target, kind, target_id",
+    "tags": "note_id, tag",
+    "aliases": "note_id, alias",
+}
+
+
+def assert_database_matches(vault: Vault, pg) -> None:
+    for table, columns in COMPARED.items():
+        assert table_rows(pg, table, columns) == lite_rows(vault, table, columns), table
+    (terms,) = pg.execute("SELECT count(*) FROM term_df WHERE df <= 0").fetchone()
+    assert terms == 0
+    recount = pg.execute(
+        "SELECT t.term FROM term_df t LEFT JOIN (SELECT term, count(*) AS n FROM postings"
+        " GROUP BY term) p USING (term) WHERE p.n IS DISTINCT FROM t.df LIMIT 5"
+    ).fetchall()
+    assert recount == []
+
+
+def test_publish_copies_only_what_changed_and_moves_the_generation(example_vault, postgres_url):
+    vault = Vault.open(example_vault)
+    vault.index()
+    with connect(postgres_url) as pg:
+        first = publish(vault.db, pg, None)
+        assert first.full and first.notes_written == len(vault.db.connect().execute(
+            "SELECT id FROM notes").fetchall())  # fmt: skip
+        assert first.vectors > 0
+        assert_database_matches(vault, pg)
+        generation = PostgresReads(postgres_url).meta("generation")
+
+        again = publish(vault.db, pg, None)
+        assert not again.full and not again.changed
+        assert PostgresReads(postgres_url).meta("generation") == generation
+
+        notes = sorted(example_vault.rglob("*.md"))
+        notes[0].write_text("# Rewritten\n\nAn entirely new text about quokkas.\n")
+        notes[1].unlink()
+        notes[2].rename(notes[2].with_name("Renamed note.md"))
+        (example_vault / "Brand new.md").write_text("Quokkas link to [[Renamed note]].\n")
+        vault.index()
+        changed = publish(vault.db, pg, None)
+        assert not changed.full
+        assert changed.notes_deleted >= 1 and 1 <= changed.notes_written <= 6
+        assert_database_matches(vault, pg)
+        assert int(PostgresReads(postgres_url).meta("generation")) == int(generation) + 1
+        _, found = ranked(PostgresReads(postgres_url), "quokkas")
+        assert {b for b, _ in found} == {b for b, _ in ranked(SqliteReads(vault.db), "quokkas")[1]}
+        assert len(found) == 2
+    vault.close()
+
+
+def test_restore_brings_the_index_back_without_embedding_again(example_vault, postgres_url):
+    vault = Vault.open(example_vault)
+    vault.index()
+    with connect(postgres_url) as pg:
+        publish(vault.db, pg, None)
+    before = {t: lite_rows(vault, t, c) for t, c in COMPARED.items()}
+    vectors = lite_rows(vault, "embeddings", "model, hash, vector")
+    vault.close()
+
+    elsewhere = copy_vault(example_vault, example_vault.parent / "elsewhere")
+    moved = Vault.open(elsewhere)
+    with connect(postgres_url) as pg:
+        assert restore(pg, moved.db, None) == len(before["notes"])
+    assert {t: lite_rows(moved, t, c) for t, c in COMPARED.items()} == before
+    assert lite_rows(moved, "embeddings", "model, hash, vector") == vectors
+    report = moved.index()
+    assert report.embedded == 0 and not report.changed
+    assert_same_full_text(moved)
+    moved.close()
+
+
+def assert_same_full_text(vault: Vault) -> None:
+    """The rebuilt full-text index holds what the indexer would have written."""
+    from conftest import assert_full_text_matches_blocks
+
+    assert_full_text_matches_blocks(vault.db.path)
+
+
+def test_another_index_catches_up_before_it_publishes(example_vault, postgres_url):
+    first = Vault.open(example_vault)
+    first.index()
+    with connect(postgres_url) as pg:
+        publish(first.db, pg, None)
+        elsewhere = copy_vault(example_vault, example_vault.parent / "second-host")
+        second = Vault.open(elsewhere)
+        assert catch_up(second.db, pg, None)
+        assert not catch_up(second.db, pg, None)  # it is now the index last published
+        (elsewhere / "From the second host.md").write_text("Written on another machine.\n")
+        second.index()
+        report = publish(second.db, pg, None)
+        assert not report.full and report.notes_written == 1
+        assert_database_matches(second, pg)
+        assert catch_up(first.db, pg, None)  # the first host's index is behind now
+    first.close()
+    second.close()
+
+
+def test_one_indexer_at_a_time(postgres_url):
+    with connect(postgres_url) as one, connect(postgres_url) as two:
+        with indexing_lock(one), pytest.raises(IndexLocked), indexing_lock(two):
+            pass
+        with indexing_lock(two):
+            pass
+
+
+def test_readers_see_a_publish_whole(example_vault, postgres_url):
+    """A reader polling while a publish runs sees the old index or the new, never a mix."""
+    vault = Vault.open(example_vault)
+    vault.index()
+    with connect(postgres_url) as pg:
+        publish(vault.db, pg, None)
+    reads = PostgresReads(postgres_url)
+    old = reads.block_count()
+    for i in range(30):
+        (example_vault / f"Extra {i}.md").write_text(f"# Extra {i}\n\nOne more block.\n")
+    vault.index()
+    seen: set[int] = set()
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            seen.add(reads.block_count())
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    with connect(postgres_url) as pg:
+        publish(vault.db, pg, None)
+    done.set()
+    poller.join()
+    assert seen <= {old, old + 30}
+    assert reads.block_count() == old + 30
+    reads.close()
+    vault.close()
+
+
+def test_an_unreachable_database_is_a_clear_error(tmp_path: Path):
+    from vaultctx.errors import IndexCorrupt
+
+    with pytest.raises(IndexCorrupt, match="cannot connect"):
+        PostgresReads(f"postgresql://nobody@/none?host={tmp_path}&connect_timeout=2")

@@ -1,0 +1,95 @@
+"""A workspace with `database_url` set selects from PostgreSQL what it selects from its SQLite
+index: `index` publishes there, select, related and the graph context read from there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vaultctx import Workspace
+from vaultctx.storage.postgres.reads import PostgresReads
+
+pytestmark = pytest.mark.slow
+
+QUERIES = [
+    "when should I treat the hives for varroa mites",
+    "honey harvest",
+    '"queen cell"',
+    "wint*",
+    "how many frames",
+]
+
+
+def selected(ws: Workspace) -> list[list[tuple[str, float]]]:
+    return [[(c.id, round(c.score, 9)) for c in ws.select(q, k=8).candidates] for q in QUERIES]
+
+
+def test_select_reads_the_same_ranking_from_postgresql(example_vault: Path, postgres_url, embedder):
+    with Workspace.open(example_vault, embedder=embedder) as lite:
+        lite.index()
+        expected = selected(lite)
+        related = [c.id for c in lite.related("Varroa mites", k=5).candidates]
+    with Workspace.open(example_vault, {"database_url": postgres_url}, embedder=embedder) as ws:
+        assert isinstance(ws.reads, PostgresReads)
+        report = ws.index()
+        assert report.published is not None and report.published["full"]
+        assert report.embedded == 0  # the SQLite index had every vector already
+        assert selected(ws) == expected
+        assert [c.id for c in ws.related("Varroa mites", k=5).candidates] == related
+
+
+def test_a_touch_is_context_for_every_server_of_the_database(
+    example_vault: Path, postgres_url, embedder
+):
+    settings = {"database_url": postgres_url}
+    with Workspace.open(example_vault, settings, embedder=embedder) as indexer:
+        indexer.index()
+        before = indexer.select("treatment", k=5, explain=True).diagnostics
+        indexer.touch("Varroa mites")
+    other = example_vault.parent / "elsewhere"
+    other.mkdir()
+    with Workspace.open(
+        example_vault, {**settings, "index_dir": str(other)}, embedder=embedder
+    ) as ws:
+        after = ws.select("treatment", k=5, explain=True).diagnostics
+    assert before["context_notes"] == 0
+    assert after["context_notes"] == 1 and after["graph_hits"] > 0
+
+
+def test_a_saved_note_is_searchable_from_the_database_after_the_next_index(
+    example_vault: Path, postgres_url, embedder
+):
+    with Workspace.open(example_vault, {"database_url": postgres_url}, embedder=embedder) as ws:
+        ws.index()
+        assert not [c for c in ws.select("quokka", k=3).candidates if "Quokka" in c.path]
+        (example_vault / "Quokka.md").write_text("# Quokka\n\nA quokka visits the apiary.\n")
+        report = ws.index()
+        assert report.published["notes_written"] == 1 and not report.published["full"]
+        assert ws.select("quokka", k=3).candidates[0].path == "Quokka.md"
+
+
+def test_the_cli_moves_an_index_to_postgresql_and_back(example_vault: Path, postgres_url):
+    """`vaultctx index` with database_url publishes; `--from-database` brings it all back."""
+    import json
+
+    from click.testing import CliRunner
+
+    from vaultctx.cli import cli
+
+    runner = CliRunner()
+    first = runner.invoke(cli, ["index", str(example_vault), "--json"])
+    assert first.exit_code == 0, first.output
+    env = {"VAULTCTX_DATABASE_URL": postgres_url}
+    moved = runner.invoke(cli, ["index", str(example_vault), "--json"], env=env)
+    assert moved.exit_code == 0, moved.output
+    published = json.loads(moved.output)["published"]
+    assert published["full"] and published["vectors"] > 0
+    elsewhere = example_vault.parent / "index-elsewhere"
+    env["VAULTCTX_INDEX_DIR"] = str(elsewhere)
+    back = runner.invoke(cli, ["index", str(example_vault), "--from-database", "--json"], env=env)
+    assert back.exit_code == 0, back.output
+    report = json.loads(back.output)
+    assert report["embedded"] == 0 and report["added"] == 0
+    assert report["published"]["notes_written"] == 0
+    assert (elsewhere / "index.db").is_file()
