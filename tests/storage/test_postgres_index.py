@@ -102,6 +102,35 @@ def test_reads_by_id_are_the_same(published):
     assert sorted(passages[0]) == sorted(passages[1])
 
 
+def test_notes_are_found_by_name_counted_and_linked_the_same(published):
+    vault, lite, pg = published
+    paths = [p for _, p in sorted(lite.all_note_paths())]
+    titles = [t for (t,) in vault.db.connect().execute("SELECT title FROM notes")]
+    aliases = [a for (a,) in vault.db.connect().execute("SELECT alias FROM aliases")]
+    names = [("path", p) for p in paths] + [("path", p.upper()) for p in paths[:5]]
+    names += [("file", "/" + p.rsplit("/", 1)[-1]) for p in paths]
+    names += [("title", t) for t in titles] + [("title", t.lower()) for t in titles[:5]]
+    names += [("alias", a) for a in aliases] + [("alias", a.upper()) for a in aliases]
+    names += [("path", "nowhere.md"), ("title", "No such title"), ("alias", "nobody")]
+    for by, name in names:
+        for any_case in (False, True):
+            assert lite.find_note(by, name, any_case) == pg.find_note(by, name, any_case)
+    assert lite.has_notes() and pg.has_notes()
+    model = lite.meta("embedding_model")
+    for language in (None, "de"):
+        here, there = lite.index_counts(model, language), pg.index_counts(model, language)
+        assert here == there and list(here["languages"]) == list(there["languages"])
+    (notes_here, links_here), (notes_there, links_there) = lite.link_rows(), pg.link_rows()
+    assert sorted(notes_here) == sorted(notes_there)
+    assert sorted(links_here) == sorted(links_there)
+    folders = {p.rsplit("/", 1)[0] + "/" for p in paths if "/" in p}
+    for folder in [*folders, "Nowhere/"]:
+        assert lite.notes_under(folder) == pg.notes_under(folder)
+    tags = [t for (t,) in vault.db.connect().execute("SELECT DISTINCT tag FROM tags")]
+    for tag in [*tags, "no-such-tag"]:
+        assert lite.tagged(tag) == pg.tagged(tag)
+
+
 def test_vectors_travel_as_they_are(published):
     _, lite, pg = published
     model = lite.meta("embedding_model")

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..pipeline import Selection
     from ..pipeline.context import SessionContext
     from ..storage.db import IndexDatabase
+    from ..storage.index_reads import IndexReads
     from ..storage.indexer import IndexReport
 
 
@@ -102,6 +103,7 @@ class TurnWorkspace(Protocol):
     root: Path
     config: Config
     db: IndexDatabase
+    reads: IndexReads
     policy: VaultPolicy
 
     @property

@@ -179,14 +179,11 @@ def discover(ws: TurnWorkspace) -> SkillCatalog:
     lets a model read, each parsed from its file (the index keeps no frontmatter types)."""
     folder = ws.config.skills_folder.strip("/") + "/"
     ws.require_index()
-    rows = ws.db.connect().execute(
-        "SELECT path FROM notes WHERE substr(path, 1, length(?)) = ? ORDER BY path",
-        (folder, folder),
-    )
+    paths = ws.reads.notes_under(folder)
     policy = ws.policy.current()
     skills: list[Skill] = []
     errors: list[SkillError] = []
-    for (path,) in rows.fetchall():
+    for path in paths:
         if not policy.readable(path):
             continue
         try:

@@ -66,12 +66,7 @@ class WorkspaceVault:
         return [{"path": n, "title": graph.nodes[n].get("title", "")} for n in sorted(nodes)]
 
     def tagged(self, tag: str) -> list[dict[str, str]]:
-        rows = self.ws.db.connect().execute(
-            "SELECT n.path, n.title FROM tags t JOIN notes n ON n.id = t.note_id"
-            " WHERE t.tag = ? ORDER BY n.path",
-            (tag,),
-        )
-        return [{"path": p, "title": t} for p, t in rows]
+        return [{"path": p, "title": t} for p, t in self.ws.reads.tagged(tag)]
 
     def read(self, path: str) -> str:
         return read_note_file(self.root, path).content

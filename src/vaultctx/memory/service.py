@@ -121,8 +121,8 @@ class AgentMemoryFacade:
         vault indexed without embeddings never loads the model for its memories either.
         With `llm_model` configured, turns are extracted by the model (`LLMExtractor`)."""
         cfg = vault.config
-        indexed_model = vault.db.get_meta("embedding_model")
-        never_indexed = vault.db.get_meta("last_indexed") is None
+        indexed_model = vault.reads.meta("embedding_model")
+        never_indexed = vault.reads.meta("last_indexed") is None
         vectors = cfg.embed and (
             indexed_model == vault.embedder.model_id or (never_indexed and indexed_model is None)
         )

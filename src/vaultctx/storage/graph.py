@@ -1,8 +1,8 @@
-"""The wiki-link graph as a networkx DiGraph, built from the links table."""
+"""The wiki-link graph as a networkx DiGraph, built from the index's notes and links."""
 
 from __future__ import annotations
 
-import sqlite3
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # networkx costs ~0.2 s to import: only callers of build_graph pay it
@@ -12,22 +12,18 @@ if TYPE_CHECKING:  # networkx costs ~0.2 s to import: only callers of build_grap
 LINK_KIND_WEIGHTS = {"wiki": 1.0, "markdown": 1.0, "embed": 1.5}
 
 
-def build_graph(conn: sqlite3.Connection) -> nx.DiGraph:
-    """Nodes are note paths (with `title`); edges carry `weight` and `kinds`.
-
-    Dangling links and self-links are left out: they lead nowhere else.
+def build_graph(
+    notes: Iterable[tuple[str, str]], links: Iterable[tuple[str, str, str, bool]]
+) -> nx.DiGraph:
+    """Nodes are note paths (with `title`); edges carry `weight` and `kinds`. From
+    `IndexReads.link_rows`: every note, and every link between two notes.
     """
     import networkx as nx
 
     graph = nx.DiGraph()
-    for path, title in conn.execute("SELECT path, title FROM notes"):
+    for path, title in notes:
         graph.add_node(path, title=title)
-    rows = conn.execute(
-        "SELECT s.path, t.path, l.kind, l.heading IS NOT NULL OR l.block_ref IS NOT NULL"
-        " FROM links l JOIN notes s ON s.id = l.source_id JOIN notes t ON t.id = l.target_id"
-        " WHERE l.source_id != l.target_id"
-    )
-    for source, target, kind, precise in rows:
+    for source, target, kind, precise in links:
         weight = LINK_KIND_WEIGHTS.get(kind, 1.0)
         if graph.has_edge(source, target):
             data = graph[source][target]

@@ -108,6 +108,29 @@ class IndexReads(Protocol):
     def edited_since(self, mtime_ns: int, limit: int) -> list[tuple[int, int]]:
         """(note id, mtime_ns) of the notes edited since, latest first."""
 
+    # --- notes by name, and what status and the agent's tools show
+    def find_note(self, by: str, name: str, any_case: bool) -> tuple[str, int] | None:
+        """(path, id) of the note whose `by` — "path", "file" (the path's end, e.g.
+        "/Note.md"), "title" or "alias" (any case, always) — is `name`, ignoring case with
+        `any_case`; of several, the shortest path, then the first."""
+
+    def has_notes(self) -> bool: ...
+
+    def index_counts(self, model: str | None, language: str | None) -> dict[str, Any]:
+        """What `status` shows: notes, blocks, links, dangling_links, tags, aliases, vectors
+        (of `model`), notes_with_problems, and notes per language (`language`: the vault's
+        setting, which every note then counts as; 'unread' for a note not read yet)."""
+
+    def link_rows(self) -> tuple[list[tuple[str, str]], list[tuple[str, str, str, bool]]]:
+        """The link graph by path: (path, title) of every note, and (source, target, kind,
+        to a heading or block?) of every link between two notes."""
+
+    def notes_under(self, folder: str) -> list[str]:
+        """Paths of the notes in `folder` (ending with '/') and below, sorted."""
+
+    def tagged(self, tag: str) -> list[tuple[str, str]]:
+        """(path, title) of the notes carrying `tag`, by path."""
+
     # --- vectors
     def vector_count(self, model: str) -> int:
         """Blocks with a vector of `model`."""
@@ -121,6 +144,10 @@ class IndexReads(Protocol):
 
     def close(self) -> None:
         """Release the connections it opened itself."""
+
+
+# `find_note`'s names: what each is compared with.
+_NAME_COLUMNS = {"path": "path", "title": "title", "file": "substr(path, -length(?))"}
 
 
 class SqliteReads:
@@ -389,6 +416,86 @@ class SqliteReads:
                 "SELECT id, mtime_ns FROM notes WHERE mtime_ns >= ?"
                 " ORDER BY mtime_ns DESC, id LIMIT ?",
                 (mtime_ns, limit),
+            )
+            .fetchall()
+        )
+
+    # --- notes by name, and what status and the agent's tools show
+
+    def find_note(self, by: str, name: str, any_case: bool) -> tuple[str, int] | None:
+        if by == "alias":
+            sql = "FROM aliases a JOIN notes ON notes.id = a.note_id"
+            sql += " WHERE lower(a.alias) = lower(?)"
+            params: tuple[str, ...] = (name,)
+        else:
+            column = _NAME_COLUMNS[by]
+            test = f"lower({column}) = lower(?)" if any_case else f"{column} = ?"
+            sql, params = f"FROM notes WHERE {test}", (name, name) if by == "file" else (name,)
+        row = (
+            self.db.connect()
+            .execute(
+                f"SELECT notes.path, notes.id {sql} ORDER BY length(notes.path), notes.path",
+                params,
+            )
+            .fetchone()
+        )
+        return (row[0], row[1]) if row else None
+
+    def has_notes(self) -> bool:
+        return self.db.connect().execute("SELECT 1 FROM notes LIMIT 1").fetchone() is not None
+
+    def index_counts(self, model: str | None, language: str | None) -> dict[str, Any]:
+        conn = self.db.connect()
+
+        def count(sql: str, *args: Any) -> int:
+            return int(conn.execute(sql, args).fetchone()[0])
+
+        return {
+            "notes": count("SELECT count(*) FROM notes"),
+            "blocks": count("SELECT count(*) FROM blocks"),
+            "links": count("SELECT count(*) FROM links WHERE target_id IS NOT NULL"),
+            "dangling_links": count("SELECT count(*) FROM links WHERE target_id IS NULL"),
+            "tags": count("SELECT count(DISTINCT tag) FROM tags"),
+            "aliases": count("SELECT count(*) FROM aliases"),
+            "vectors": count(
+                "SELECT count(*) FROM blocks b JOIN embeddings e"
+                " ON e.hash = b.embed_hash AND e.model = ?",
+                model or "",
+            ),
+            "notes_with_problems": count("SELECT count(*) FROM notes WHERE problems != '[]'"),
+            "languages": dict(
+                conn.execute(
+                    "SELECT COALESCE(:setting, language, 'unread'), count(*) FROM notes"
+                    " GROUP BY 1 ORDER BY 2 DESC, 1",
+                    {"setting": language},
+                ).fetchall()
+            ),
+        }
+
+    def link_rows(self) -> tuple[list[tuple[str, str]], list[tuple[str, str, str, bool]]]:
+        conn = self.db.connect()
+        notes = conn.execute("SELECT path, title FROM notes").fetchall()
+        links = conn.execute(
+            "SELECT s.path, t.path, l.kind, l.heading IS NOT NULL OR l.block_ref IS NOT NULL"
+            " FROM links l JOIN notes s ON s.id = l.source_id JOIN notes t ON t.id = l.target_id"
+            " WHERE l.source_id != l.target_id"
+        ).fetchall()
+        return notes, [(s, t, kind, bool(precise)) for s, t, kind, precise in links]
+
+    def notes_under(self, folder: str) -> list[str]:
+        rows = self.db.connect().execute(
+            "SELECT path FROM notes WHERE substr(path, 1, length(?)) = ? ORDER BY path",
+            (folder, folder),
+        )
+        return [path for (path,) in rows]
+
+    def tagged(self, tag: str) -> list[tuple[str, str]]:
+        return (
+            self.db.connect()
+            .execute(
+                "SELECT n.path, n.title FROM tags t JOIN notes n ON n.id = t.note_id"
+                " WHERE t.tag = ? ORDER BY n.path",
+                (tag,),
             )
             .fetchall()
         )

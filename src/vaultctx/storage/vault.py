@@ -166,50 +166,25 @@ class Vault:
 
     def require_index(self) -> None:
         """Refuse a vault with nothing indexed; a run killed midway still left notes to use."""
-        if self.reads.meta("last_indexed") is None and not self._has_notes():
+        if self.reads.meta("last_indexed") is None and not self.reads.has_notes():
             raise NotIndexed(f"{self.root} has not been indexed yet: run `vaultctx index`")
-
-    def _has_notes(self) -> bool:
-        return self.db.connect().execute("SELECT 1 FROM notes LIMIT 1").fetchone() is not None
 
     # --- reading -------------------------------------------------------------------------
 
     def status(self) -> IndexStatus:
-        conn = self.db.connect()
-
-        def count(sql: str, *args: Any) -> int:
-            return int(conn.execute(sql, args).fetchone()[0])
-
-        model = self.db.get_meta("embedding_model")
-        last = self.db.get_meta("last_indexed")
+        model = self.reads.meta("embedding_model")
+        last = self.reads.meta("last_indexed")
         watch_error = json.loads(self.db.get_meta(WATCH_ERROR_KEY) or "{}")
+        counts = self.reads.index_counts(model, self.config.language)
         return IndexStatus(
             vault=str(self.root),
             index_path=str(self.db.path),
-            notes=count("SELECT count(*) FROM notes"),
-            blocks=count("SELECT count(*) FROM blocks"),
-            links=count("SELECT count(*) FROM links WHERE target_id IS NOT NULL"),
-            dangling_links=count("SELECT count(*) FROM links WHERE target_id IS NULL"),
-            tags=count("SELECT count(DISTINCT tag) FROM tags"),
-            aliases=count("SELECT count(*) FROM aliases"),
-            vectors=count(
-                "SELECT count(*) FROM blocks b JOIN embeddings e"
-                " ON e.hash = b.embed_hash AND e.model = ?",
-                model or "",
-            ),
             model=model,
             index_bytes=self.db.size_bytes(),
             last_indexed=_iso(float(last)) if last else None,
-            notes_with_problems=count("SELECT count(*) FROM notes WHERE problems != '[]'"),
-            languages=dict(
-                conn.execute(
-                    "SELECT COALESCE(:setting, language, 'unread'), count(*) FROM notes"
-                    " GROUP BY 1 ORDER BY 2 DESC, 1",
-                    {"setting": self.config.language},
-                ).fetchall()
-            ),
             watch_error=watch_error.get("error"),
             watch_error_at=_iso(watch_error["at"]) if "at" in watch_error else None,
+            **counts,
         )
 
     def graph(self) -> nx.DiGraph:
@@ -217,7 +192,7 @@ class Vault:
         generation = self.generation
         cached = self._graph_cache
         if cached is None or cached[0] != generation:
-            cached = (generation, build_graph(self.db.connect()))
+            cached = (generation, build_graph(*self.reads.link_rows()))
             self._graph_cache = cached
         return cached[1]
 
@@ -238,27 +213,14 @@ class Vault:
             raise NoteNotFound("no note named '': give a path, file name, title or alias")
         names = [wanted] if wanted.lower().endswith(".md") else [wanted, f"{wanted}.md"]
         file_names = [f"/{name}" for name in names if "/" not in name]
-        for same in ("{} = ?", "lower({}) = lower(?)"):  # exact first, then any case
-            tries = [(same.format("path"), (name,)) for name in names]
-            tries += [(same.format("substr(path, -length(?))"), (f, f)) for f in file_names]
-            tries.append((same.format("title"), (wanted,)))
-            for where, params in tries:
-                if found := self._first_note(f"FROM notes WHERE {where}", params):
+        for any_case in (False, True):  # exact first, then any case
+            tries = [("path", name) for name in names] + [("file", f) for f in file_names]
+            for by, name in [*tries, ("title", wanted)]:
+                if found := self.reads.find_note(by, name, any_case):
                     return found
-        alias = "FROM aliases a JOIN notes ON notes.id = a.note_id WHERE lower(a.alias) = lower(?)"
-        if found := self._first_note(alias, (wanted,)):
+        if found := self.reads.find_note("alias", wanted, True):
             return found
         raise NoteNotFound(f"no note named {note!r} in {self.root}")
-
-    def _first_note(self, sql: str, params: tuple[str, ...]) -> tuple[str, int] | None:
-        row = (
-            self.db.connect()
-            .execute(
-                f"SELECT notes.path, notes.id {sql} ORDER BY length(notes.path), notes.path", params
-            )
-            .fetchone()
-        )
-        return (row[0], row[1]) if row else None
 
     # --- live re-index -------------------------------------------------------------------
 

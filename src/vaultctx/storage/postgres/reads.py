@@ -48,6 +48,8 @@ LIMIT %(limit)s
 """
 
 
+# `find_note`'s names: what each is compared with.
+_NAME_COLUMNS = {"path": "path", "title": "title", "file": "right(path, length(%s))"}
 _BLOCK_FIELDS = (
     "note_id", "path", "title", "heading", "heading_path", "text", "start_line", "end_line",
     "tokens",
@@ -407,6 +409,70 @@ class PostgresReads:
             "SELECT id, mtime_ns FROM notes WHERE mtime_ns >= %s ORDER BY mtime_ns DESC, id"
             " LIMIT %s",
             (mtime_ns, limit),
+        )
+
+    # --- notes by name, and what status and the agent's tools show
+
+    def find_note(self, by: str, name: str, any_case: bool) -> tuple[str, int] | None:
+        if by == "alias":
+            sql = "FROM aliases a JOIN notes ON notes.id = a.note_id"
+            sql += " WHERE lower(a.alias) = lower(%s)"
+            params: tuple[str, ...] = (name,)
+        else:
+            column = _NAME_COLUMNS[by]
+            test = f"lower({column}) = lower(%s)" if any_case else f"{column} = %s"
+            sql, params = f"FROM notes WHERE {test}", (name, name) if by == "file" else (name,)
+        found = self._rows(
+            f"SELECT notes.path, notes.id {sql}"
+            ' ORDER BY length(notes.path), notes.path COLLATE "C" LIMIT 1',
+            params,
+        )
+        return (found[0][0], found[0][1]) if found else None
+
+    def has_notes(self) -> bool:
+        return bool(self._rows("SELECT 1 FROM notes LIMIT 1"))
+
+    def index_counts(self, model: str | None, language: str | None) -> dict[str, Any]:
+        (counts,) = self._rows(
+            "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM blocks),"
+            " (SELECT count(*) FROM links WHERE target_id IS NOT NULL),"
+            " (SELECT count(*) FROM links WHERE target_id IS NULL),"
+            " (SELECT count(DISTINCT tag) FROM tags), (SELECT count(*) FROM aliases),"
+            " (SELECT count(*) FROM blocks b JOIN embeddings e"
+            "  ON e.hash = b.embed_hash AND e.model = %s),"
+            " (SELECT count(*) FROM notes WHERE problems != '[]')",
+            (model or "",),
+        )
+        languages = self._rows(
+            "SELECT lang, n FROM (SELECT COALESCE(%s, language, 'unread') AS lang, count(*) AS n"
+            ' FROM notes GROUP BY 1) counted ORDER BY n DESC, lang COLLATE "C"',
+            (language,),
+        )
+        names = ("notes", "blocks", "links", "dangling_links", "tags", "aliases", "vectors",
+                 "notes_with_problems")  # fmt: skip
+        return {**dict(zip(names, map(int, counts), strict=True)), "languages": dict(languages)}
+
+    def link_rows(self) -> tuple[list[tuple[str, str]], list[tuple[str, str, str, bool]]]:
+        notes = self._rows("SELECT path, title FROM notes")
+        links = self._rows(
+            "SELECT s.path, t.path, l.kind, l.heading IS NOT NULL OR l.block_ref IS NOT NULL"
+            " FROM links l JOIN notes s ON s.id = l.source_id JOIN notes t ON t.id = l.target_id"
+            " WHERE l.source_id != l.target_id ORDER BY l.id"
+        )
+        return notes, [(s, t, kind, bool(precise)) for s, t, kind, precise in links]
+
+    def notes_under(self, folder: str) -> list[str]:
+        found = self._rows(
+            'SELECT path FROM notes WHERE starts_with(path, %s) ORDER BY path COLLATE "C"',
+            (folder,),
+        )
+        return [path for (path,) in found]
+
+    def tagged(self, tag: str) -> list[tuple[str, str]]:
+        return self._rows(
+            "SELECT n.path, n.title FROM tags t JOIN notes n ON n.id = t.note_id"
+            ' WHERE t.tag = %s ORDER BY n.path COLLATE "C"',
+            (tag,),
         )
 
     # --- vectors
