@@ -21,7 +21,7 @@ from vaultctx.storage import Vault
 from vaultctx.storage.index_reads import SqliteReads
 from vaultctx.storage.postgres.reads import PostgresReads
 from vaultctx.storage.postgres.schema import connect
-from vaultctx.storage.postgres.sync import catch_up, indexing_lock, publish, restore
+from vaultctx.storage.postgres.sync import IndexerSeat, catch_up, publish, restore
 
 WEIGHTS = (3.0, 1.5, 1.0)
 
@@ -316,12 +316,19 @@ def test_another_index_catches_up_before_it_publishes(example_vault, postgres_ur
     second.close()
 
 
-def test_one_indexer_at_a_time(postgres_url):
-    with connect(postgres_url) as one, connect(postgres_url) as two:
-        with indexing_lock(one), pytest.raises(IndexLocked), indexing_lock(two):
-            pass
-        with indexing_lock(two):
-            pass
+def test_one_indexer_at_a_time_and_another_takes_over_when_it_is_gone(postgres_url):
+    first, second = IndexerSeat(postgres_url), IndexerSeat(postgres_url)
+    held = first.take()
+    assert first.take() is held  # kept for as long as it indexes
+    with pytest.raises(IndexLocked, match="another vaultctx is indexing"):
+        second.take()
+    held.close()  # the indexer's process died: its connection, and the seat, are gone
+    second.take()
+    with pytest.raises(IndexLocked):
+        first.take()
+    second.release()
+    first.take()
+    first.release()
 
 
 def test_readers_see_a_publish_whole(example_vault, postgres_url):

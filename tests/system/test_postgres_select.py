@@ -93,3 +93,35 @@ def test_the_cli_moves_an_index_to_postgresql_and_back(example_vault: Path, post
     assert report["embedded"] == 0 and report["added"] == 0
     assert report["published"]["notes_written"] == 0
     assert (elsewhere / "index.db").is_file()
+
+
+def test_servers_over_one_database_answer_alike_and_one_indexes(
+    example_vault: Path, postgres_url, embedder, tmp_path: Path
+):
+    """Two hosts, each with an index folder of its own (empty on the second): the first
+    indexes and holds the seat, both answer the same, the second takes over when the first
+    is gone, and what it then indexes is searchable from the first's answers."""
+    from vaultctx.errors import IndexLocked
+
+    def host(name: str) -> Workspace:
+        settings = {"database_url": postgres_url, "index_dir": str(tmp_path / name)}
+        return Workspace.open(example_vault, settings, embedder=embedder)
+
+    first, second = host("first"), host("second")
+    first.index()
+    assert selected(second) == selected(first)
+    assert second.status().notes == first.status().notes > 0
+    assert second.resolve_note("Varroa mites") == first.resolve_note("Varroa mites")
+    assert [c.id for c in second.related("Varroa mites", k=5).candidates] == [
+        c.id for c in first.related("Varroa mites", k=5).candidates
+    ]
+    with pytest.raises(IndexLocked):
+        second.index()
+    first.close()  # the indexer is gone: its seat with it
+    (example_vault / "Quokka.md").write_text("# Quokka\n\nA quokka visits the apiary.\n")
+    report = second.index()
+    assert report.published["notes_written"] == 1 and report.embedded == 1
+    reader = host("third")
+    assert reader.select("quokka", k=3).candidates[0].path == "Quokka.md"
+    second.close()
+    reader.close()

@@ -27,6 +27,8 @@ from .watch import WATCH_ERROR_KEY, VaultWatcher
 if TYPE_CHECKING:
     import networkx as nx
 
+    from .postgres.sync import IndexerSeat
+
 
 @dataclass(frozen=True)
 class IndexStatus:
@@ -70,6 +72,7 @@ class Vault:
         self._write_lock = threading.Lock()
         self._graph_cache: tuple[str | None, nx.DiGraph] | None = None
         self._watchers: list[VaultWatcher] = []
+        self._seat: IndexerSeat | None = None  # with a database_url, once this one indexes
 
     @classmethod
     def open(
@@ -130,34 +133,32 @@ class Vault:
     def _index_and_publish(
         self, indexer: Indexer, paths: list[str] | None, url: str
     ) -> IndexReport:
-        """Index into the SQLite index, then publish what changed to the database, holding
-        the database's indexing lock throughout: one indexer at a time, and one that starts
-        after another host indexed goes on from the database's content."""
-        from .postgres.schema import connect
-        from .postgres.sync import catch_up, indexing_lock, publish
+        """Index into the SQLite index, then publish what changed to the database, from the
+        database's indexer seat (IndexLocked while another vaultctx holds it): one indexer
+        at a time, and one taking over after another host indexed first goes on from the
+        database's content."""
+        from .postgres.sync import IndexerSeat, catch_up, publish
 
+        if self._seat is None:
+            self._seat = IndexerSeat(url)
+        pg = self._seat.take()
         language = self.config.language
-        with connect(url) as pg, indexing_lock(pg):
-            catch_up(self.db, pg, language)
-            report = indexer.run(paths)
-            report.published = asdict(publish(self.db, pg, language))
+        catch_up(self.db, pg, language)
+        report = indexer.run(paths)
+        report.published = asdict(publish(self.db, pg, language))
         return report
 
     def restore_from_database(self) -> int:
         """Replace the SQLite index with the database's (`database_url`), vectors included:
         the way back from PostgreSQL, or a new host's start. Returns the notes restored."""
-        from .postgres.schema import connect
-        from .postgres.sync import indexing_lock, restore
+        from .postgres.sync import IndexerSeat, restore
 
         if self.config.database_url is None:
             raise ConfigError("no database to restore from: set database_url first")
-        with (
-            self._write_lock,
-            WriterLock(self.db.path.parent / "index.lock"),
-            connect(self.config.database_url) as pg,
-            indexing_lock(pg),
-        ):
-            return restore(pg, self.db, self.config.language)
+        if self._seat is None:
+            self._seat = IndexerSeat(self.config.database_url)
+        with self._write_lock, WriterLock(self.db.path.parent / "index.lock"):
+            return restore(self._seat.take(), self.db, self.config.language)
 
     @property
     def generation(self) -> str | None:
@@ -250,6 +251,8 @@ class Vault:
         for watcher in self._watchers:
             watcher.stop()
         self._watchers.clear()
+        if self._seat is not None:
+            self._seat.release()
         self.reads.close()
         self.db.close()
 

@@ -1,8 +1,8 @@
 """Moving an index between SQLite and PostgreSQL: `publish` (what changed, or everything) and
 `restore` (everything back), vectors as they are: nothing is embedded again.
 
-One indexer writes a database at a time (`indexing_lock`, held for its whole run); any number
-of servers read it. A publish is one transaction: readers see the index before or after it,
+One indexer writes a database at a time (`IndexerSeat`, held for as long as it runs); any
+number of servers read it. A publish is one transaction: readers see the index before or after it,
 never half of it, and a killed indexer leaves the database as the last publish left it.
 
 Ids are the SQLite index's own. The database remembers which SQLite index it was published
@@ -16,7 +16,7 @@ import contextlib
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from ...errors import IndexLocked
 from ..db import IndexDatabase
 from ..indexer import FTS_VALUES
 from ..lexical import FTS_TOKENIZER
-from .schema import POSITION_STRIDE
+from .schema import POSITION_STRIDE, connect
 
 NOTE_COLUMNS = (
     "id", "path", "title", "mtime_ns", "size", "content_hash", "frontmatter", "problems",
@@ -70,18 +70,35 @@ class PublishReport:
         return bool(self.notes_written or self.notes_deleted or self.vectors)
 
 
-@contextlib.contextmanager
-def indexing_lock(pg: Any) -> Iterator[None]:
-    """Hold the database's indexing lock for a block of work, or raise IndexLocked: one
-    indexer at a time, and the lock goes with its connection if the process dies."""
-    (got,) = pg.execute("SELECT pg_try_advisory_lock(%s)", (_INDEXING_LOCK,)).fetchone()
-    if not got:
-        raise IndexLocked("another vaultctx is indexing into this database; try again later")
-    try:
-        yield
-    finally:
-        with contextlib.suppress(Exception):  # a closed connection has released it already
-            pg.execute("SELECT pg_advisory_unlock(%s)", (_INDEXING_LOCK,))
+class IndexerSeat:
+    """The database's one indexer seat: whoever takes it holds it on a connection of its
+    own until `release` (or until its process dies, which frees it), so one host indexes
+    while every other serves. A server without the seat tries again at its next run, and
+    takes over when the indexer is gone."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._conn: Any = None
+        self._held = False
+
+    def take(self) -> Any:
+        """The connection holding the seat; IndexLocked while another indexer holds it."""
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._conn, self._held = connect(self.url), False
+        if not self._held:
+            (got,) = self._conn.execute(
+                "SELECT pg_try_advisory_lock(%s)", (_INDEXING_LOCK,)
+            ).fetchone()
+            if not got:
+                raise IndexLocked("another vaultctx is indexing into this database")
+            self._held = True
+        return self._conn
+
+    def release(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):  # a broken connection freed the seat already
+                self._conn.close()
+        self._conn, self._held = None, False
 
 
 def index_id(db: IndexDatabase) -> str:
