@@ -31,6 +31,12 @@ class IndexCorrupt(VaultctxError):
     exit_code = 4
 
 
+class IndexUnavailable(VaultctxError):
+    """The database holding the index (`database_url`) cannot be reached or set up."""
+
+    exit_code = 20
+
+
 class NotIndexed(VaultctxError):
     """An operation needs an index and the vault has never been indexed."""
 

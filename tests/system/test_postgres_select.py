@@ -95,6 +95,22 @@ def test_the_cli_moves_an_index_to_postgresql_and_back(example_vault: Path, post
     assert (elsewhere / "index.db").is_file()
 
 
+def index_when_free(ws: Workspace):
+    """As a watcher does: try again until the old indexer's backend has exited."""
+    import time
+
+    from vaultctx.errors import IndexLocked
+
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return ws.index()
+        except IndexLocked:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def test_servers_over_one_database_answer_alike_and_one_indexes(
     example_vault: Path, postgres_url, embedder, tmp_path: Path
 ):
@@ -119,9 +135,23 @@ def test_servers_over_one_database_answer_alike_and_one_indexes(
         second.index()
     first.close()  # the indexer is gone: its seat with it
     (example_vault / "Quokka.md").write_text("# Quokka\n\nA quokka visits the apiary.\n")
-    report = second.index()
+    report = index_when_free(second)
     assert report.published["notes_written"] == 1 and report.embedded == 1
     reader = host("third")
     assert reader.select("quokka", k=3).candidates[0].path == "Quokka.md"
     second.close()
     reader.close()
+
+
+def test_a_database_that_cannot_be_reached_is_one_line_at_the_cli(example_vault, tmp_path):
+    from click.testing import CliRunner
+
+    from vaultctx.cli import cli
+
+    dead = f"postgresql://nobody@/none?host={tmp_path}&connect_timeout=2"
+    result = CliRunner().invoke(
+        cli, ["select", "honey", "-V", str(example_vault)], env={"VAULTCTX_DATABASE_URL": dead}
+    )
+    assert result.exit_code == 20
+    assert "cannot connect to the database" in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1

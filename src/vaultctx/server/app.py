@@ -34,6 +34,7 @@ from ..errors import (
     ConfigError,
     EmbeddingUnavailable,
     IndexLocked,
+    IndexUnavailable,
     InvalidQuery,
     NoteNotFound,
     NotIndexed,
@@ -73,6 +74,7 @@ _STATUS: dict[type[VaultctxError], int] = {
     NoteNotFound: 404,
     NotIndexed: 409,
     IndexLocked: 409,
+    IndexUnavailable: 503,
     EmbeddingUnavailable: 503,
 }
 

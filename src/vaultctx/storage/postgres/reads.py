@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import IndexUnavailable
 from ..lexical import FtsTerms, LexicalQuery
-from .schema import POSITION_STRIDE, connect
+from .schema import POSITION_STRIDE, connect, one_line
 
 # FTS5's bm25 (fts5_aux.c): k1, b, and the IDF of a term in more than half the rows.
 K1 = 1.2
@@ -75,14 +76,16 @@ class PostgresReads:
 
         self.url = url
         self.errors: tuple[type[Exception], ...] = (psycopg.Error, sqlite3.Error)
+        self._operational = psycopg.OperationalError
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[Any] = []
         self.connect()  # fails now, with a clear error, when the database cannot be reached
 
     def connect(self) -> Any:
+        """This thread's connection; a new one when the last broke (the server restarted)."""
         conn = getattr(self._local, "conn", None)
-        if conn is None or conn.closed:
+        if conn is None or conn.closed or conn.broken:
             conn = self._local.conn = connect(self.url)
             with self._lock:
                 self._connections.append(conn)
@@ -100,7 +103,16 @@ class PostgresReads:
             self._connections.clear()
 
     def _rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
-        return self.connect().execute(sql, params).fetchall()
+        try:
+            return self.connect().execute(sql, params).fetchall()
+        except self._operational as exc:
+            if not self._local.conn.broken:
+                raise IndexUnavailable(f"the index's database failed: {one_line(exc)}") from exc
+        try:  # the connection broke (the server restarted, or dropped it): once more, anew
+            return self.connect().execute(sql, params).fetchall()
+        except self._operational as exc:  # down or unreachable: say so, not a 500
+            message = f"the index's database cannot be reached: {one_line(exc)}"
+            raise IndexUnavailable(message) from exc
 
     def _terms(self) -> FtsTerms:
         terms = getattr(self._local, "terms", None)

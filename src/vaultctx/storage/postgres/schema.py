@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import IndexCorrupt
+from ...errors import IndexCorrupt, IndexUnavailable
 
 # Positions are stored as column * POSITION_STRIDE + offset, so one array holds every
 # column's (a block's column holds far fewer tokens than this).
@@ -122,21 +122,26 @@ def connect(url: str, **kwargs: Any) -> Any:
         import psycopg
         from pgvector.psycopg import register_vector
     except ImportError as exc:
-        raise IndexCorrupt(
+        raise IndexUnavailable(
             f"database_url is a PostgreSQL URL but {exc.name} is not installed:"
             " pip install 'vaultctx[postgres]'"
         ) from exc
     try:
         conn = psycopg.connect(url, autocommit=True, **kwargs)
     except psycopg.Error as exc:
-        raise IndexCorrupt(f"cannot connect to the database: {exc}".strip()) from exc
+        raise IndexUnavailable(f"cannot connect to the database: {one_line(exc)}") from exc
     try:
         migrate(conn)
         register_vector(conn)
     except psycopg.Error as exc:  # e.g. no right to create the `vector` extension
         conn.close()
-        raise IndexCorrupt(f"cannot set up the database's schema: {exc}".strip()) from exc
+        raise IndexUnavailable(f"cannot set up the database's schema: {one_line(exc)}") from exc
     return conn
+
+
+def one_line(exc: Exception) -> str:
+    """libpq's message, hints and all, as one line (errors are one line at the CLI)."""
+    return " ".join(str(exc).split())
 
 
 def migrate(conn: Any) -> int:

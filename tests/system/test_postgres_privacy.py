@@ -1,0 +1,87 @@
+"""Private stays private on PostgreSQL too: with the index in a database, a marker in a
+denied, ignored or hidden note (or one behind a symlink) never reaches an answer or a model
+request, from a server on another host that has no local index at all; what the vault hides
+or ignores never even reaches the database. Each test also finds the public marker."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_privacy import NAMES, PUBLIC, QUERIES, SECRET, leaks, make_private_vault, model_config
+
+from llm_server import LLMServer, Reply, llm_server_fixture  # noqa: F401
+from server_helpers import call as http_call
+from vaultctx import NoteNotFound, Workspace
+from vaultctx.server.run import LocalServer
+from vaultctx.storage.postgres.schema import connect
+
+
+@pytest.fixture
+def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("VAULTCTX_CONFIG_DIR", str(tmp_path / "config"))
+    return make_private_vault(tmp_path / "vault")
+
+
+def published(vault: Path, url: str) -> None:
+    with Workspace.open(vault, {"embed": False, "database_url": url}) as indexer:
+        indexer.index()
+
+
+def elsewhere(vault: Path, url: str, **settings: object) -> Workspace:
+    """A server's workspace on another host: the database, and no local index."""
+    index_dir = str(vault.parent / "elsewhere")
+    return Workspace.open(
+        vault, {"embed": False, "database_url": url, "index_dir": index_dir, **settings}
+    )
+
+
+def test_what_the_vault_hides_or_ignores_never_reaches_the_database(vault, postgres_url):
+    published(vault, postgres_url)
+    with connect(postgres_url) as pg:
+        paths = [p for (p,) in pg.execute("SELECT path FROM notes ORDER BY path")]
+        texts = " ".join(t for (t,) in pg.execute("SELECT text FROM blocks"))
+        terms = {t for (t,) in pg.execute("SELECT term FROM term_df")}
+    assert paths == ["Apiary.md", "Orchard.md", "Private/secret.md"]  # denied: kept, hidden
+    assert f"{SECRET}-ignored" not in texts and f"{SECRET}-hidden" not in texts
+    assert "ignor" not in terms and "hidden" not in terms
+
+
+def test_select_related_and_names_never_show_a_hidden_note(vault, postgres_url):
+    published(vault, postgres_url)
+    with elsewhere(vault, postgres_url) as ws:
+        shown = [ws.select(q, k=20, use_vectors=False).contract() for q in QUERIES]
+        shown.append(ws.related("Orchard", k=10, use_vectors=False).contract())
+        assert not leaks(shown)
+        assert not leaks(ws.select(SECRET, use_vectors=False).candidates)  # the marker's word
+        assert any(PUBLIC in json.dumps(s) for s in shown)
+        for name in NAMES:
+            with pytest.raises(NoteNotFound):
+                ws.read_note(name)
+            with pytest.raises(NoteNotFound):
+                ws.touch(name)
+        assert ws.select("orchard honey", filters={"path": "Private"}).candidates == []
+
+
+def test_http_answers_and_model_requests_hold_no_hidden_text(
+    vault: Path, postgres_url, llm_server: LLMServer
+) -> None:
+    published(vault, postgres_url)
+    llm_server.script(Reply(content='{"keep": [{"id": "c1", "reason": "first"}]}'))
+    answers = []
+    with (
+        elsewhere(vault, postgres_url, **model_config(llm_server)) as ws,
+        LocalServer(ws, watch=False, warm=False) as server,
+    ):
+        for query in QUERIES:
+            answers.append(http_call(server, "POST", "/select", {"query": query, "k": 20}))
+            answers.append(http_call(server, "POST", "/context", {"query": query}))
+            answers.append(http_call(server, "POST", "/related", {"note": "Orchard"}))
+        for name in NAMES:
+            status, _, body = http_call(server, "POST", "/touch", {"note": name})
+            assert status == 404, (name, body)
+        answers.append(http_call(server, "GET", "/status"))
+    assert all(status == 200 for status, _, _ in answers), answers
+    assert not leaks([a[2] for a in answers], [r.body for r in llm_server.requests])
+    assert any(PUBLIC in json.dumps(a[2]) for a in answers)
