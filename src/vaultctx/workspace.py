@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .pipeline.refine import Refiner
     from .search.query import STOP_WORDS
     from .storage.db import IndexDatabase
+    from .storage.postgres.team import Person, Team
 
 __all__ = [
     "STOP_WORDS",
@@ -44,8 +45,10 @@ __all__ = [
     "Memory",
     "MemoryKind",
     "NoteText",
+    "Person",
     "Selection",
     "SessionContext",
+    "Team",
     "Tier",
     "VaultWatcher",
     "Workspace",
@@ -61,6 +64,8 @@ _LAZY = {
     "MemoryKind": "vaultctx.memory.models",
     "Tier": "vaultctx.memory.models",
     "STOP_WORDS": "vaultctx.search.query",
+    "Person": "vaultctx.storage.postgres.team",
+    "Team": "vaultctx.storage.postgres.team",
 }
 
 __getattr__ = lazy_exports(__name__, _LAZY, globals())
@@ -82,6 +87,30 @@ class Workspace(Vault):
         self._refiner: Refiner | None = None
         self._memory: AgentMemoryFacade | None = None
         self._warm_thread: threading.Thread | None = None
+        self.person: Person | None = None  # one person of a team, when `for_person` made it
+        self._people: dict[str, Workspace] = {}
+
+    # --- a team ----------------------------------------------------------------------------
+
+    def for_person(self, person: Person) -> Workspace:
+        """This workspace as one person of a team sees it: the notes their `deny` globs
+        match hidden from every answer (on top of the vault's policy), and their own
+        account-tier memories; the index, and the vault's shared memories, are the same.
+        Made once per person (again when their globs change), closed with this one."""
+        with self._selector_lock:
+            made = self._people.get(person.name)
+            if made is not None and made.person == person:
+                return made
+            if made is not None:
+                made.close()
+            from .permissions import PersonPolicy
+            from .storage.db import IndexDatabase
+
+            made = Workspace(self.root, self.config, IndexDatabase(self.db.path), self.embedder)
+            made.person = person
+            made.policy = PersonPolicy(self.root, self.db.path.parent, person.deny)
+            self._people[person.name] = made
+            return made
 
     # --- select --------------------------------------------------------------------------
 
@@ -111,7 +140,7 @@ class Workspace(Vault):
             with self._selector_lock:
                 if self._memory is None:
                     self._memory = AgentMemoryFacade.for_vault(
-                        self, self._embed_query, policy=self.policy
+                        self, self._embed_query, policy=self.policy, person=self.person
                     )
         return self._memory
 
@@ -411,4 +440,7 @@ class Workspace(Vault):
             self._memory = None
         if self._selector is not None:
             self._selector.close()
+        for made in self._people.values():
+            made.close()
+        self._people.clear()
         super().close()

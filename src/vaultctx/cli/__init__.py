@@ -36,6 +36,7 @@ LAZY_COMMANDS = {
     "sessions": "agent_cmds",
     "skills": "skills_cmds",
     "obsidian": "obsidian_cmds",
+    "team": "team_cmds",
 }
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 ACCOUNT_DIR_ENV = "VAULTCTX_ACCOUNT_DIR"
 MEMORY_DB = "memory.db"
 ACCOUNT_DB = "account-memory.db"
+PEOPLE_DIRNAME = "people"  # beside the index: each team member's account-tier memory
 
 
 def account_dir() -> Path:

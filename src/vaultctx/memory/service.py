@@ -33,7 +33,7 @@ from .models import (
     Tier,
     to_timestamp,
 )
-from .paths import ACCOUNT_DB, MEMORY_DB, account_dir
+from .paths import ACCOUNT_DB, MEMORY_DB, PEOPLE_DIRNAME, account_dir
 from .places import MemoryPlaces
 from .ranking import SearchResult, rank
 from .scratchpad import ScratchpadRepository
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from ..permissions import VaultPolicy
     from ..pipeline import Selector
     from ..storage import Embedder, Vault
+    from ..storage.postgres.team import Person
 
 DEFAULT_TURN_K = 8
 
@@ -113,9 +114,12 @@ class AgentMemoryFacade:
         embed_query: Callable[[str], np.ndarray] | None = None,
         *,
         policy: VaultPolicy | None = None,
+        person: Person | None = None,
     ) -> AgentMemoryFacade:
         """Memory beside the vault's index (`memory.db`), the account's under the user data
-        dir. `embed_query` shares a warm query-vector cache (the select's) with memory.
+        dir — or, for one `person` of a team, in their own folder beside the index (nobody
+        else's context ever holds their account-tier memories). `embed_query` shares a warm
+        query-vector cache (the select's) with memory.
 
         Vectors are used when the vault's index has them (or has not been built yet), so a
         vault indexed without embeddings never loads the model for its memories either.
@@ -135,6 +139,12 @@ class AgentMemoryFacade:
             rrf_k=cfg.rrf_k,
             extractor=ex.LLMExtractor(LLMSettings.resolve(cfg)) if cfg.llm_model else None,
             policy=policy,
+            account_path=(
+                vault.db.path.parent / PEOPLE_DIRNAME / person.name / ACCOUNT_DB
+                if person is not None
+                else None
+            ),
+            user=person.name if person is not None else None,
         )
 
     @property

@@ -12,7 +12,15 @@ if TYPE_CHECKING:
     from .capability import Capability
     from .guard import Asker, Decision, PermissionGuard
     from .paths import confine, vault_relative
-    from .policy import POLICY_FILENAME, Effect, Policy, Rule, VaultPolicy, load_policy
+    from .policy import (
+        POLICY_FILENAME,
+        Effect,
+        PersonPolicy,
+        Policy,
+        Rule,
+        VaultPolicy,
+        load_policy,
+    )
 
 # Loaded on first use (PEP 562): an agent's child process names capabilities only.
 _LAZY = {
@@ -24,6 +32,7 @@ _LAZY = {
     "vault_relative": ".paths",
     "POLICY_FILENAME": ".policy",
     "Effect": ".policy",
+    "PersonPolicy": ".policy",
     "Policy": ".policy",
     "Rule": ".policy",
     "VaultPolicy": ".policy",
@@ -39,6 +48,7 @@ __all__ = [
     "Decision",
     "Effect",
     "PermissionGuard",
+    "PersonPolicy",
     "Policy",
     "Rule",
     "VaultPolicy",

@@ -182,6 +182,33 @@ class VaultPolicy:
         return self.current().readable(path)
 
 
+class PersonPolicy(VaultPolicy):
+    """The vault's policy for one person of a team: the notes their `deny` globs match are
+    unreadable to them, before any rule of the vault's (which still holds for the rest).
+    The same `Policy` object comes back while the vault's files stay the same, so what a
+    select caches per policy stays valid."""
+
+    def __init__(
+        self, vault_root: Path, index_dir: Path | None = None, deny: tuple[str, ...] = ()
+    ) -> None:
+        super().__init__(vault_root, index_dir)
+        self.deny = Rule(capability=Capability.VAULT_READ, effect=Effect.DENY, paths=deny)
+        self._derived: tuple[Policy, Policy] | None = None
+
+    def current(self) -> Policy:
+        base = super().current()
+        derived = self._derived
+        if not self.deny.paths:
+            return base
+        if derived is None or derived[0] is not base:
+            # A new Policy, not a copy: a copy would share the base's remembered answers.
+            policy = Policy(
+                defaults=base.defaults, rules=(self.deny, *base.rules), ignore=base.ignore
+            )
+            self._derived = derived = (base, policy)
+        return derived[1]
+
+
 def _signature(path: Path) -> tuple[int, int, int] | None:
     try:
         st = path.stat()

@@ -13,6 +13,8 @@ import asyncio
 import json
 import logging
 import os
+import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -27,7 +29,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._version import __version__
 from ..errors import (
@@ -61,9 +63,11 @@ from .bodies import (
 )
 
 if TYPE_CHECKING:
-    from ..workspace import VaultWatcher, Workspace
+    from ..workspace import Team, VaultWatcher, Workspace
 
 log = logging.getLogger(__name__)
+# Who answered, in the team's request log: this host and process.
+_SERVER = f"{socket.gethostname()}:{os.getpid()}"
 
 OPEN_PATHS = frozenset({"/health"})
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost"})
@@ -102,21 +106,58 @@ class LoopbackHost:
 
 
 class BearerAuth:
-    """Pure ASGI: every HTTP request outside `OPEN_PATHS` needs `Authorization: Bearer`."""
+    """Pure ASGI: every HTTP request outside `OPEN_PATHS` needs `Authorization: Bearer`:
+    the server's own token (its owner), or, with a team (`database_url`), a person's, who
+    is then answered as `Workspace.for_person` sees the vault. With a team, every request
+    is logged with who made it."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, team: Team | None = None) -> None:
         self.app = app
         self.token = token
+        self.team = team
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS:
-            header = dict(scope["headers"]).get(b"authorization")
-            if not authorized(header, self.token):
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        header = dict(scope["headers"]).get(b"authorization")
+        owner = authorized(header, self.token)
+        who: str | None = None
+        if not owner and self.team is not None and header is not None:
+            token = header.decode("latin-1").removeprefix("Bearer ")
+            person = await run_in_threadpool(self.team.authenticate, token)
+            if person is not None:
+                scope.setdefault("state", {})["person"] = person
+                who = person.name
+        status = [401]
+
+        async def sent(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            if not owner and who is None:
                 response = _error(401, "Unauthorized", "missing or wrong bearer token")
                 response.headers["WWW-Authenticate"] = "Bearer"
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+                await response(scope, receive, sent)
+            else:
+                await self.app(scope, receive, sent)
+        finally:
+            if self.team is not None:
+                who = who or (self.team.OWNER if owner else self.team.UNKNOWN)
+                await self._log(self.team, who, scope, status[0], started)
+
+    @staticmethod
+    async def _log(team: Team, who: str, scope: Scope, status: int, started: float) -> None:
+        ms = (time.perf_counter() - started) * 1000
+        try:
+            await run_in_threadpool(
+                team.log, who, scope["method"], scope["path"], status, ms, _SERVER
+            )
+        except Exception:  # a log that cannot be written must not fail the answer
+            log.exception("request log: cannot write %s %s", scope["method"], scope["path"])
 
 
 def _error(status: int, error: str, message: str) -> JSONResponse:
@@ -143,6 +184,25 @@ def _state(request: Request) -> ServerState:
     return request.app.state.server
 
 
+def _workspace(request: Request) -> Workspace:
+    """The workspace as the caller sees it: the owner's, or one person's of the team."""
+    person = getattr(request.state, "person", None)
+    workspace = _state(request).workspace
+    return workspace if person is None else workspace.for_person(person)
+
+
+def _owner_only(request: Request, what: str) -> None:
+    if getattr(request.state, "person", None) is not None:
+        raise HTTPException(403, f"{what} is for the server's owner, not a team member")
+
+
+def _no_conversations(request: Request, tier: str | None) -> None:
+    """A team member's memories are the channel's, the vault's and their own account's:
+    conversation memories belong to the owner's agent turns."""
+    if tier == "conversation":
+        _owner_only(request, "a conversation's memory")
+
+
 async def _read(request: Request, model: type[M]) -> M:
     state = _state(request)
     return await read_body(request, model, state.max_body, state.read_timeout)
@@ -167,7 +227,7 @@ async def health(request: Request) -> JSONResponse:
 
 async def status(request: Request) -> JSONResponse:
     state = _state(request)
-    report = await run_in_threadpool(state.workspace.status)
+    report = await run_in_threadpool(_workspace(request).status)
     watcher = state.watcher
     server = {
         "pid": state.pid,
@@ -181,7 +241,7 @@ async def status(request: Request) -> JSONResponse:
 
 async def select(request: Request) -> JSONResponse:
     body = await _read(request, SelectBody)
-    ws = _state(request).workspace
+    ws = _workspace(request)
     selection = await run_in_threadpool(
         lambda: ws.select(
             body.query,
@@ -196,7 +256,7 @@ async def select(request: Request) -> JSONResponse:
 
 async def related(request: Request) -> JSONResponse:
     body = await _read(request, RelatedBody)
-    ws = _state(request).workspace
+    ws = _workspace(request)
     selection = await run_in_threadpool(
         lambda: ws.related(
             body.note,
@@ -211,7 +271,7 @@ async def related(request: Request) -> JSONResponse:
 
 async def context(request: Request) -> JSONResponse:
     body = await _read(request, ContextBody)
-    ws = _state(request).workspace
+    ws = _workspace(request)
     session = await run_in_threadpool(
         lambda: ws.context(
             body.query,
@@ -230,7 +290,8 @@ async def memory_search(request: Request) -> JSONResponse:
         body = validated(MemorySearchBody, query_params(request))
     else:
         body = await _read(request, MemorySearchBody)
-    ws = _state(request).workspace
+    _no_conversations(request, body.tier)
+    ws = _workspace(request)
     memories = await run_in_threadpool(
         lambda: ws.memory.search(body.query, k=body.k, tier=body.tier, scope=body.scope)
     )
@@ -239,7 +300,8 @@ async def memory_search(request: Request) -> JSONResponse:
 
 async def memory_add(request: Request) -> JSONResponse:
     body = await _read(request, MemoryAddBody)
-    ws = _state(request).workspace
+    _no_conversations(request, body.tier)
+    ws = _workspace(request)
     memory = await run_in_threadpool(
         lambda: ws.memory.add(
             body.text,
@@ -258,13 +320,14 @@ async def memory_add(request: Request) -> JSONResponse:
 
 async def touch(request: Request) -> JSONResponse:
     body = await _read(request, TouchBody)
-    ws = _state(request).workspace
+    ws = _workspace(request)
     path = await run_in_threadpool(lambda: ws.touch(body.note, kind=body.kind))
     return JSONResponse({"path": path, "touched": True})
 
 
 async def index(request: Request) -> JSONResponse:
     body = await _read(request, IndexBody)
+    _owner_only(request, "indexing")
     ws = _state(request).workspace
     report = await run_in_threadpool(lambda: ws.index(embed=body.embed, paths=body.paths))
     return JSONResponse(report.to_dict())
@@ -275,6 +338,7 @@ async def ask(request: Request) -> StreamingResponse:
     they happen, then `answer` (the TurnResult) or `error`. Nothing on the server can
     answer `ask` permissions, so they are denied, as on a non-interactive CLI."""
     body = await _read(request, AskBody)
+    _owner_only(request, "an agent turn")
     return StreamingResponse(
         _turn_events(_state(request).workspace, body),
         media_type="text/event-stream",
@@ -335,14 +399,14 @@ def create_app(
             Route("/index", index, methods=["POST"]),
             Route("/ask", ask, methods=["POST"]),
         ],
-        middleware=_middleware(token, allow_origin),
+        middleware=_middleware(token, allow_origin, workspace.team),
         exception_handlers=_exception_handlers(),
     )
     app.state.server = ServerState(workspace, token, watcher, max_body, read_timeout, os.getpid())
     return app
 
 
-def _middleware(token: str, allow_origin: str | None) -> list[Middleware]:
+def _middleware(token: str, allow_origin: str | None, team: Team | None) -> list[Middleware]:
     """Outermost first: the Host check, CORS when an origin is allowed, then the token."""
     middleware = [Middleware(LoopbackHost)]
     if allow_origin:
@@ -354,7 +418,7 @@ def _middleware(token: str, allow_origin: str | None) -> list[Middleware]:
                 allow_headers=["Authorization", "Content-Type"],
             )
         )
-    middleware.append(Middleware(BearerAuth, token=token))
+    middleware.append(Middleware(BearerAuth, token=token, team=team))
     return middleware
 
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from .postgres.sync import IndexerSeat
+    from .postgres.team import Team
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,15 @@ class Vault:
         report = indexer.run(paths)
         report.published = asdict(publish(self.db, pg, language))
         return report
+
+    @property
+    def team(self) -> Team | None:
+        """The people of the database (`database_url`); None on the SQLite index."""
+        if self.config.database_url is None:
+            return None
+        from .postgres.team import Team
+
+        return Team(self.reads.connect)  # type: ignore[attr-defined]
 
     def restore_from_database(self) -> int:
         """Replace the SQLite index with the database's (`database_url`), vectors included:

@@ -109,7 +109,33 @@ def _m001_index() -> str:
     """
 
 
-MIGRATIONS: list[Callable[[], str]] = [_m001_index]
+def _m002_team() -> str:
+    return """
+        -- The people a team server answers: a token each (its SHA-256 only), the notes
+        -- hidden from them on top of the vault's policy, and when they were let go.
+        CREATE TABLE people (
+            name text PRIMARY KEY,
+            token_sha256 text NOT NULL UNIQUE,
+            deny text[] NOT NULL DEFAULT '{}',
+            created_at timestamptz NOT NULL DEFAULT now(),
+            revoked_at timestamptz
+        );
+        -- Every request a server answered, and who made it.
+        CREATE TABLE requests (
+            id bigserial PRIMARY KEY,
+            at timestamptz NOT NULL DEFAULT now(),
+            person text NOT NULL,
+            method text NOT NULL,
+            path text NOT NULL,
+            status integer NOT NULL,
+            ms real NOT NULL,
+            server text NOT NULL
+        );
+        CREATE INDEX requests_person_at ON requests (person, at);
+    """
+
+
+MIGRATIONS: list[Callable[[], str]] = [_m001_index, _m002_team]
 SCHEMA_VERSION = len(MIGRATIONS)
 # Every vaultctx migrating one database takes this lock first: one migrates, the others wait.
 _MIGRATION_LOCK = 0x7661756C  # "vaul"

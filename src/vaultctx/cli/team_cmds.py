@@ -1,0 +1,98 @@
+"""`vaultctx team add|revoke|list|log`: the people a server over PostgreSQL answers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import ConfigError
+from . import cli
+from .common import json_option, open_workspace, vault_option
+from .output import console, emit_json
+
+if TYPE_CHECKING:
+    from ..workspace import Team, Workspace
+
+
+def team_of(ws: Workspace) -> Team:
+    team = ws.team
+    if team is None:
+        raise ConfigError("a team needs a database: set database_url (see `vaultctx config`)")
+    return team
+
+
+@cli.group()
+def team() -> None:
+    """The people a server over PostgreSQL answers: a token each, notes hidden from each."""
+
+
+@team.command()
+@click.argument("name")
+@click.option("--deny", multiple=True, help="Vault paths (gitignore globs) hidden from them.")
+@vault_option
+@json_option
+def add(name: str, deny: tuple[str, ...], vault: str, as_json: bool) -> None:
+    """Add NAME and print their token: it is shown this once."""
+    with open_workspace(vault) as ws:
+        token = team_of(ws).add(name, deny)
+    if as_json:
+        emit_json({"name": name, "token": token, "deny": list(deny)})
+        return
+    console.print(f"Added {escape(name)}. Their token (shown only now):")
+    console.print(token, soft_wrap=True, highlight=False)
+
+
+@team.command()
+@click.argument("name")
+@vault_option
+@json_option
+def revoke(name: str, vault: str, as_json: bool) -> None:
+    """Stop NAME's token at once."""
+    with open_workspace(vault) as ws:
+        revoked = team_of(ws).revoke(name)
+    if not revoked:
+        raise ConfigError(f"{name} holds no token to revoke")
+    if as_json:
+        emit_json({"name": name, "revoked": True})
+    else:
+        console.print(f"Revoked {escape(name)}'s token.")
+
+
+@team.command("list")
+@vault_option
+@json_option
+def list_(vault: str, as_json: bool) -> None:
+    """Everyone on the team, with what is hidden from them."""
+    with open_workspace(vault) as ws:
+        people = team_of(ws).people()
+    if as_json:
+        emit_json([vars(p) | {"deny": list(p.deny)} for p in people])
+        return
+    table = Table("name", "hidden from them", "added", "revoked")
+    for p in people:
+        table.add_row(escape(p.name), escape(", ".join(p.deny)), p.created_at, p.revoked_at or "")
+    console.print(table)
+
+
+@team.command()
+@click.option("--person", help="Only their requests.")
+@click.option("-n", "--limit", default=50, show_default=True, help="At most this many.")
+@vault_option
+@json_option
+def log(person: str | None, limit: int, vault: str, as_json: bool) -> None:
+    """The latest requests the team's servers answered, and who made each."""
+    with open_workspace(vault) as ws:
+        rows = team_of(ws).requests(limit, person)
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table("at", "who", "request", "status", "ms", "server")
+    for r in rows:
+        table.add_row(
+            r["at"], escape(r["person"]), f"{r['method']} {escape(r['path'])}",
+            str(r["status"]), f"{r['ms']:.1f}", escape(r["server"]),
+        )  # fmt: skip
+    console.print(table)

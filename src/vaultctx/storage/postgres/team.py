@@ -1,0 +1,122 @@
+"""A team on one database: people with a token each, what each may not read, and the log of
+every request with who made it.
+
+A token is shown once, when the person is added; the database keeps its SHA-256 only, so
+reading the database does not give anyone's token. A revoked token stops working at the
+next request: every request looks its token up (one indexed row).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import ConfigError
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+
+
+@dataclass(frozen=True)
+class Person:
+    name: str
+    deny: tuple[str, ...] = ()  # vault paths (gitignore globs) hidden from this person
+    created_at: str | None = None
+    revoked_at: str | None = None
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Team:
+    """The people of the database behind `connect` (a connection for the calling thread)."""
+
+    OWNER = "owner"  # who a request made with the server's own token is logged as
+    UNKNOWN = "unknown"  # who a request with no valid token is logged as
+
+    def __init__(self, connect: Callable[[], Any]) -> None:
+        self._connect = connect
+
+    def add(self, name: str, deny: Sequence[str] = ()) -> str:
+        """Add a person (or give a revoked one a new start); their token, shown only now."""
+        if not _NAME.fullmatch(name) or name in (self.OWNER, self.UNKNOWN):
+            raise ConfigError(
+                f"{name!r} cannot name a person: letters, digits and . _ @ - (at most 64),"
+                f" and neither {self.OWNER!r} nor {self.UNKNOWN!r}"
+            )
+        token = secrets.token_urlsafe(32)
+        row = (
+            self._connect()
+            .execute(
+                "INSERT INTO people (name, token_sha256, deny) VALUES (%s, %s, %s)"
+                " ON CONFLICT (name) DO UPDATE SET token_sha256 = excluded.token_sha256,"
+                " deny = excluded.deny, created_at = now(), revoked_at = NULL"
+                " WHERE people.revoked_at IS NOT NULL RETURNING name",
+                (name, _digest(token), list(deny)),
+            )
+            .fetchone()
+        )
+        if row is None:
+            raise ConfigError(f"{name} is already on the team: revoke them first for a new token")
+        return token
+
+    def revoke(self, name: str) -> bool:
+        """Stop the person's token; False when no such person holds one."""
+        row = (
+            self._connect()
+            .execute(
+                "UPDATE people SET revoked_at = now() WHERE name = %s AND revoked_at IS NULL"
+                " RETURNING name",
+                (name,),
+            )
+            .fetchone()
+        )
+        return row is not None
+
+    def people(self) -> list[Person]:
+        rows = self._connect().execute(
+            "SELECT name, deny, created_at, revoked_at FROM people ORDER BY name"
+        )
+        return [
+            Person(name, tuple(deny), _iso(created), _iso(revoked))
+            for name, deny, created, revoked in rows
+        ]
+
+    def authenticate(self, token: str) -> Person | None:
+        """The person whose live token this is, or None."""
+        if not token:
+            return None
+        row = (
+            self._connect()
+            .execute(
+                "SELECT name, deny FROM people WHERE token_sha256 = %s AND revoked_at IS NULL",
+                (_digest(token),),
+            )
+            .fetchone()
+        )
+        return Person(row[0], tuple(row[1])) if row else None
+
+    def log(self, person: str, method: str, path: str, status: int, ms: float, server: str) -> None:
+        self._connect().execute(
+            "INSERT INTO requests (person, method, path, status, ms, server)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            (person, method, path, status, ms, server),
+        )
+
+    def requests(self, limit: int = 50, person: str | None = None) -> list[dict[str, Any]]:
+        """The latest requests, newest first."""
+        rows = self._connect().execute(
+            "SELECT at, person, method, path, status, ms, server FROM requests"
+            " WHERE %s::text IS NULL OR person = %s ORDER BY id DESC LIMIT %s",
+            (person, person, limit),
+        )
+        keys = ("at", "person", "method", "path", "status", "ms", "server")
+        return [dict(zip(keys, (_iso(r[0]), *r[1:]), strict=True)) for r in rows]
+
+
+def _iso(moment: Any) -> str | None:
+    return moment.isoformat(timespec="seconds") if moment is not None else None

@@ -1,0 +1,157 @@
+"""A team on one database: a token per person, made and revoked by a command; the notes a
+person's globs hide and another person's account-tier memories never reach their answers or
+the model requests made for them; every request is logged with who made it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import write_files
+from llm_server import LLMServer, Reply, llm_server_fixture  # noqa: F401
+from server_helpers import call
+from vaultctx import Workspace
+from vaultctx.cli import cli
+from vaultctx.errors import ConfigError
+from vaultctx.server.run import LocalServer
+from vaultctx.storage.postgres.team import Team
+
+BUDGET = "ZEBRABUDGET"  # in a note hidden from bob, readable by alice
+ALICE = "ZEBRAALICE"  # in alice's account-tier memory
+PUBLIC = "ZEBRAPUBLIC"
+VAULT = {
+    "Orchard.md": f"# Orchard\n\nThe orchard budget {PUBLIC} covers the hives. See [[Budget]].\n",
+    "Finance/Budget.md": f"# Budget\n\nThe orchard budget for hives is {BUDGET} this year.\n",
+    "Apiary.md": "# Apiary\n\nHives by the orchard.\n",
+}
+QUERIES = ("orchard budget", "budget hives", BUDGET.lower())
+
+
+@pytest.fixture
+def team_vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres_url: str) -> Path:
+    monkeypatch.setenv("VAULTCTX_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(tmp_path / "owner-account"))
+    root = write_files(tmp_path / "vault", VAULT)
+    with Workspace.open(root, {"embed": False, "database_url": postgres_url}) as indexer:
+        indexer.index()
+    return root
+
+
+def open_server_side(root: Path, url: str, **settings: object) -> Workspace:
+    index_dir = str(root.parent / "server-host")
+    return Workspace.open(root, {"embed": False, "database_url": url, "index_dir": index_dir,
+                                 **settings})  # fmt: skip
+
+
+def test_tokens_are_made_shown_once_and_revoked(team_vault: Path, postgres_url: str):
+    with open_server_side(team_vault, postgres_url) as ws:
+        team = ws.team
+        assert isinstance(team, Team)
+        token = team.add("alice", ["Finance/**"])
+        assert team.authenticate(token).name == "alice"
+        assert team.authenticate(token).deny == ("Finance/**",)
+        assert team.authenticate("not-a-token") is None
+        with pytest.raises(ConfigError, match="already on the team"):
+            team.add("alice")
+        for bad in ("owner", "unknown", "", "a b", "x" * 65, "../etc"):
+            with pytest.raises(ConfigError):
+                team.add(bad)
+        assert team.revoke("alice") and not team.revoke("alice")
+        assert team.authenticate(token) is None
+        again = team.add("alice")
+        assert again != token and team.authenticate(again).name == "alice"
+        with ws.reads.connect().cursor() as cur:  # the database holds no token itself
+            stored = json.dumps(cur.execute("SELECT * FROM people").fetchall(), default=str)
+        assert again not in stored and token not in stored
+
+
+def test_each_person_sees_what_they_may_and_nobody_sees_another_s_account_memories(
+    team_vault: Path, postgres_url: str, llm_server: LLMServer
+):
+    llm_server.script(Reply(content='{"keep": [{"id": "c1", "reason": "first"}]}'))
+    model = {"llm_model": "openai/test-gate", "llm_api_base": llm_server.api_base}
+    with open_server_side(team_vault, postgres_url, **model) as ws:
+        alice = ws.team.add("alice")
+        bob = ws.team.add("bob", ["Finance/**"])
+        with LocalServer(ws, watch=False, warm=False) as server:
+            status, _, added = call(
+                server, "POST", "/memory/add",
+                {"text": f"My bank PIN hint is {ALICE}", "tier": "account"}, token=alice,
+            )  # fmt: skip
+            assert status == 200, added
+            seen: dict[str, list] = {"alice": [], "bob": []}
+            sent_for: dict[str, list] = {}
+            for who, token in (("alice", alice), ("bob", bob)):
+                before = len(llm_server.requests)
+                for query in QUERIES:
+                    seen[who].append(call(server, "POST", "/select", {"query": query}, token=token))
+                    seen[who].append(
+                        call(server, "POST", "/context", {"query": query}, token=token)
+                    )
+                seen[who].append(call(server, "POST", "/related", {"note": "Orchard"}, token=token))
+                for body in (
+                    {"query": "bank PIN"},
+                    {"query": "bank PIN", "tier": "account"},
+                    {"query": "bank PIN", "tier": "account", "scope": "alice"},
+                ):
+                    seen[who].append(call(server, "POST", "/memory/search", body, token=token))
+                sent_for[who] = [json.dumps(r.body) for r in llm_server.requests[before:]]
+            bob_touch = call(server, "POST", "/touch", {"note": "Finance/Budget"}, token=bob)
+            bob_conversation = call(
+                server, "POST", "/memory/search", {"query": "x", "tier": "conversation"}, token=bob
+            )
+            bob_index = call(server, "POST", "/index", {}, token=bob)
+            ws.team.revoke("bob")
+            revoked = call(server, "POST", "/select", {"query": "orchard"}, token=bob)
+            nobody = call(server, "POST", "/select", {"query": "orchard"}, token="wrong")
+    assert all(status == 200 for status, _, _ in seen["alice"] + seen["bob"])
+    answers = {who: json.dumps([body for _, _, body in got]) for who, got in seen.items()}
+    assert BUDGET in answers["alice"] and ALICE in answers["alice"]
+    assert PUBLIC in answers["bob"]
+    assert BUDGET not in answers["bob"] and ALICE not in answers["bob"]
+    assert bob_touch[0] == 404 and bob_conversation[0] == 403 and bob_index[0] == 403
+    assert revoked[0] == 401 and nobody[0] == 401
+    assert sent_for["alice"] and sent_for["bob"]  # the gate was asked for both of them
+    assert any(BUDGET in body for body in sent_for["alice"])
+    assert not any(BUDGET in body or ALICE in body for body in sent_for["bob"])
+
+
+def test_every_request_is_logged_with_who_made_it(team_vault: Path, postgres_url: str):
+    with open_server_side(team_vault, postgres_url) as ws:
+        carol = ws.team.add("carol")
+        with LocalServer(ws, watch=False, warm=False) as server:
+            call(server, "POST", "/select", {"query": "orchard"}, token=carol)
+            call(server, "POST", "/select", {"query": "orchard"})
+            call(server, "GET", "/status", token="nope")
+            call(server, "GET", "/health", token=None)
+        log = ws.team.requests()
+    assert [(r["person"], r["method"], r["path"], r["status"]) for r in reversed(log)] == [
+        ("carol", "POST", "/select", 200),
+        ("owner", "POST", "/select", 200),
+        ("unknown", "GET", "/status", 401),
+    ]
+    assert all(r["ms"] >= 0 and r["server"] for r in log)
+
+
+def test_the_team_commands(team_vault: Path, postgres_url: str):
+    runner = CliRunner()
+    env = {"VAULTCTX_DATABASE_URL": postgres_url}
+    added = runner.invoke(
+        cli, ["team", "add", "dana", "--deny", "Finance/**", "-V", str(team_vault), "--json"],
+        env=env,
+    )  # fmt: skip
+    assert added.exit_code == 0, added.output
+    token = json.loads(added.output)["token"]
+    listed = runner.invoke(cli, ["team", "list", "-V", str(team_vault), "--json"], env=env)
+    assert json.loads(listed.output)[0]["name"] == "dana"
+    assert json.loads(listed.output)[0]["deny"] == ["Finance/**"]
+    assert token not in listed.output
+    revoked = runner.invoke(cli, ["team", "revoke", "dana", "-V", str(team_vault)], env=env)
+    assert revoked.exit_code == 0 and "Revoked" in revoked.output
+    again = runner.invoke(cli, ["team", "revoke", "dana", "-V", str(team_vault)], env=env)
+    assert again.exit_code != 0 and "no token" in again.output
+    lonely = runner.invoke(cli, ["team", "list", "-V", str(team_vault)])
+    assert lonely.exit_code != 0 and "database_url" in lonely.output
