@@ -420,3 +420,28 @@ def test_a_failed_publish_leaves_the_database_as_it_was(
         assert report.notes_written == 1 and report.notes_deleted == 1 and not report.full
         assert_database_matches(vault, pg)
     vault.close()
+
+
+def test_a_link_to_a_note_copied_later_in_the_same_publish(
+    example_vault, postgres_url, monkeypatch: pytest.MonkeyPatch
+):
+    """Notes are copied a batch at a time; a link may point forward into a later batch."""
+    from vaultctx.storage.postgres import sync
+
+    monkeypatch.setattr(sync, "_PUBLISH_BATCH", 1)
+    vault = Vault.open(example_vault)
+    vault.index()
+    with connect(postgres_url) as pg:
+        report = publish(vault.db, pg, None)
+        assert report.full and report.notes_written > 50
+        assert_database_matches(vault, pg)
+        (targets,) = pg.execute("SELECT count(*) FROM links WHERE target_id IS NOT NULL").fetchone()
+        assert targets > 100
+    vault.close()
+
+
+def test_copy_text_escapes_what_copy_reads_specially():
+    from vaultctx.storage.postgres.sync import _copy_text
+
+    assert _copy_text("plain") == "plain"
+    assert _copy_text("a\tb\\c\nd\re") == "a\\tb\\\\c\\nd\\re"

@@ -16,6 +16,7 @@ import contextlib
 import sqlite3
 import time
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,13 +42,23 @@ LINK_COLUMNS = (
     "line", "target_id",
 )  # fmt: skip
 POSTING_COLUMNS = ("term", "block_id", "tf_title", "tf_heading", "tf_text", "positions")
+_COPY_POSTINGS = f"COPY postings ({', '.join(POSTING_COLUMNS)}) FROM STDIN"
 # Meta keys that describe one SQLite file, not the index's content.
 _LOCAL_META = frozenset({"index_id", "links_dirty", "published_generation"})
+# On a full publish the postings' key and index are built once, after the copy.
+_DROP_POSTING_INDEXES = (
+    "ALTER TABLE postings DROP CONSTRAINT postings_pkey; DROP INDEX postings_block"
+)
+_CREATE_POSTING_INDEXES = (
+    "ALTER TABLE postings ADD PRIMARY KEY (term, block_id);"
+    " CREATE INDEX postings_block ON postings (block_id)"
+)
 # What a note has besides its row, by the column naming the note.
 _NOTE_PARTS = (("blocks", "note_id"), ("links", "source_id"), ("tags", "note_id"),
                ("aliases", "note_id"))  # fmt: skip
 _INDEXING_LOCK = 0x76617578  # held by the one indexer writing the database
 _PUBLISH_BATCH = 500  # notes analysed and copied at a time
+_COPY_LINES = 20_000  # postings sent to COPY at a time
 _VECTOR_BATCH = 500
 
 
@@ -132,22 +143,26 @@ def publish(db: IndexDatabase, pg: Any, language: str | None) -> PublishReport:
             pg.execute(
                 "TRUNCATE notes, blocks, postings, term_df, links, tags, aliases, accesses, meta"
             )
+            pg.execute(_DROP_POSTING_INDEXES)  # built once at the end: faster than kept
         changed, deleted = _changed_notes(lite, pg)
-        affected = _delete_notes(pg, changed, deleted)
+        df = _delete_notes(pg, changed, deleted)
         report.notes_deleted = len(deleted)
         for start in range(0, len(changed), _PUBLISH_BATCH):
             batch = changed[start : start + _PUBLISH_BATCH]
-            blocks, postings, terms = _copy_notes(lite, pg, batch, language)
+            blocks, postings = _copy_notes(lite, pg, batch, language, df)
             report.blocks += blocks
             report.postings += postings
-            affected |= terms
         report.notes_written = len(changed)
-        _update_doc_freqs(pg, affected)
-        report.links_retargeted = _retarget_links(lite, pg, set(changed))
+        if report.full:
+            pg.execute(_CREATE_POSTING_INDEXES)
+        _update_doc_freqs(pg, df)
+        report.links_retargeted = _retarget_links(lite, pg)
         report.vectors = _copy_vectors(lite, pg)
         report.accesses = _copy_accesses(lite, pg)
         moved = report.changed or report.links_retargeted > 0
         generation = _copy_meta(lite, pg, source, bump=moved)
+        if report.full:
+            pg.execute("ANALYZE notes, blocks, postings, term_df, links")
     with db.transaction() as conn:
         IndexDatabase.set_meta(conn, "published_generation", str(generation))
     report.elapsed_ms = (time.perf_counter() - t0) * 1000
@@ -170,31 +185,30 @@ def _changed_notes(lite: sqlite3.Connection, pg: Any) -> tuple[list[int], list[i
     return changed, deleted
 
 
-def _delete_notes(pg: Any, changed: list[int], deleted: list[int]) -> set[str]:
+def _delete_notes(pg: Any, changed: list[int], deleted: list[int]) -> Counter[str]:
     """Clear what the changed notes had (their rows are written again; their accesses
-    stay) and delete the notes gone; the terms whose block counts this changes."""
+    stay) and delete the notes gone; what this takes off each term's block count."""
     gone = changed + deleted
+    df: Counter[str] = Counter()
     if not gone:
-        return set()
-    terms = {
-        term
-        for (term,) in pg.execute(
-            "SELECT DISTINCT p.term FROM postings p JOIN blocks b ON b.id = p.block_id"
-            " WHERE b.note_id = ANY(%s)",
-            (gone,),
-        )
-    }
+        return df
+    removed = pg.execute(
+        "DELETE FROM postings WHERE block_id IN (SELECT id FROM blocks WHERE note_id = ANY(%s))"
+        " RETURNING term",
+        (gone,),
+    )
+    df.subtract(term for (term,) in removed)
     pg.execute("DELETE FROM notes WHERE id = ANY(%s)", (deleted,))
     for table, column in _NOTE_PARTS:
         pg.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (changed,))
-    return terms
+    return df
 
 
 def _copy_notes(
-    lite: sqlite3.Connection, pg: Any, notes: Sequence[int], language: str | None
-) -> tuple[int, int, set[str]]:
-    """Write these notes with their blocks, terms, links, tags and aliases; (blocks,
-    postings, terms) written."""
+    lite: sqlite3.Connection, pg: Any, notes: Sequence[int], language: str | None, df: Counter[str]
+) -> tuple[int, int]:
+    """Write these notes with their blocks, terms, links, tags and aliases, adding to each
+    term's block count in `df`; (blocks, postings) written."""
     marks = ",".join("?" * len(notes))
     note_rows = lite.execute(
         f"SELECT {', '.join(NOTE_COLUMNS)} FROM notes WHERE id IN ({marks})", notes
@@ -204,7 +218,7 @@ def _copy_notes(
     _copy(pg, "vx_notes", NOTE_COLUMNS, note_rows)
     updates = ", ".join(f"{c} = excluded.{c}" for c in NOTE_COLUMNS[1:])
     pg.execute(f"INSERT INTO notes SELECT * FROM vx_notes ON CONFLICT (id) DO UPDATE SET {updates}")
-    terms, ntok = _analyse(lite, notes, language)
+    postings, ntok, count = _analyse(lite, notes, language, df)
     block_rows = [
         (*row, ntok.get(row[0], 0))
         for row in lite.execute(
@@ -212,7 +226,9 @@ def _copy_notes(
         )
     ]
     _copy(pg, "blocks", (*BLOCK_COLUMNS, "ntok"), block_rows)
-    _copy(pg, "postings", POSTING_COLUMNS, terms)
+    with pg.cursor() as cur, cur.copy(_COPY_POSTINGS) as copy:
+        for chunk in postings:
+            copy.write(chunk)
     for table, columns, key in (
         ("links", LINK_COLUMNS, "source_id"),
         ("tags", ("note_id", "tag"), "note_id"),
@@ -222,15 +238,16 @@ def _copy_notes(
             f"SELECT {', '.join(columns)} FROM {table} WHERE {key} IN ({marks})", notes
         ).fetchall()
         _copy(pg, table, columns, rows)
-    return len(block_rows), len(terms), {row[0] for row in terms}
+    return len(block_rows), count
 
 
 def _analyse(
-    lite: sqlite3.Connection, notes: Sequence[int], language: str | None
-) -> tuple[list[tuple[Any, ...]], dict[int, int]]:
+    lite: sqlite3.Connection, notes: Sequence[int], language: str | None, df: Counter[str]
+) -> tuple[list[str], dict[int, int], int]:
     """The notes' blocks as FTS5 indexes them (their rows analysed as the indexer does, in
-    a temporary FTS5 table with the index's tokenizer): a row per (term, block) with its
-    count in each column and its positions, and each block's token count."""
+    a temporary FTS5 table with the index's tokenizer): COPY text with a row per (term,
+    block) — its count in each column and its positions — in chunks; each block's token
+    count; and the rows made. Each term's new blocks are added to `df`."""
     lite.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vx_publish USING"
         f" fts5(title, heading_path, text, tokenize='{FTS_TOKENIZER}')"
@@ -246,44 +263,77 @@ def _analyse(
         f" SELECT {FTS_VALUES} WHERE b.note_id IN ({marks})".replace(":language", "?"),
         (language, language, language, *notes),
     )
-    rows: list[tuple[Any, ...]] = []
+    # fts5vocab's instance table comes ordered by term, then block, column and offset: one
+    # COPY line per (term, block), written as text here (psycopg's row-by-row adaptation
+    # took as long as the server's work).
+    lines: list[str] = []
+    chunks: list[str] = []
     ntok: dict[int, int] = {}
+    escaped: dict[str, str] = {}
     key: tuple[str, int] | None = None
     counts = [0, 0, 0]
     positions: list[int] = []
+    stride = (0, POSITION_STRIDE, 2 * POSITION_STRIDE)
     columns = {"title": 0, "heading_path": 1, "text": 2}
-    # fts5vocab's instance table comes ordered by term, then block, column and offset.
+    made = 0
+
+    def line() -> None:
+        term, block = key  # type: ignore[misc]
+        text = escaped.get(term)
+        if text is None:
+            text = escaped[term] = _copy_text(term)
+        df[term] += 1
+        lines.append(
+            f"{text}\t{block}\t{counts[0]}\t{counts[1]}\t{counts[2]}"
+            f"\t{{{','.join(map(str, positions))}}}\n"
+        )
+
     for term, block, column, offset in lite.execute(
         "SELECT term, doc, col, offset FROM temp.vx_publish_v"
     ):
         if key != (term, block):
             if key is not None:
-                rows.append((*key, *counts, positions))
+                line()
+                made += 1
+                if len(lines) >= _COPY_LINES:
+                    chunks.append("".join(lines))
+                    lines.clear()
             key, counts, positions = (term, block), [0, 0, 0], []
         col = columns[column]
         counts[col] += 1
-        positions.append(col * POSITION_STRIDE + offset)
+        positions.append(stride[col] + offset)
         ntok[block] = ntok.get(block, 0) + 1
     if key is not None:
-        rows.append((*key, *counts, positions))
+        line()
+        made += 1
+    chunks.append("".join(lines))
     lite.execute("DELETE FROM temp.vx_publish")
-    return rows, ntok
+    return chunks, ntok, made
 
 
-def _update_doc_freqs(pg: Any, terms: set[str]) -> None:
-    """Each term's block count, counted again for the terms a publish touched."""
-    if not terms:
+def _copy_text(value: str) -> str:
+    """A value as COPY's text format writes it (terms hold no tab or newline, but may)."""
+    if any(c in value for c in "\\\t\n\r"):
+        for plain, written in (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r")):
+            value = value.replace(plain, written)
+    return value
+
+
+def _update_doc_freqs(pg: Any, df: Counter[str]) -> None:
+    """Each term's block count, moved by what a publish removed and added."""
+    moved = {term: delta for term, delta in df.items() if delta}
+    if not moved:
         return
-    wanted = sorted(terms)
-    pg.execute("DELETE FROM term_df WHERE term = ANY(%s)", (wanted,))
+    terms = list(moved)
     pg.execute(
-        "INSERT INTO term_df (term, df) SELECT term, count(*) FROM postings"
-        " WHERE term = ANY(%s) GROUP BY term",
-        (wanted,),
+        "INSERT INTO term_df (term, df) SELECT * FROM unnest(%s::text[], %s::int[])"
+        " ON CONFLICT (term) DO UPDATE SET df = term_df.df + excluded.df",
+        (terms, [moved[t] for t in terms]),
     )
+    pg.execute("DELETE FROM term_df WHERE df <= 0 AND term = ANY(%s)", (terms,))
 
 
-def _retarget_links(lite: sqlite3.Connection, pg: Any, written: set[int]) -> int:
+def _retarget_links(lite: sqlite3.Connection, pg: Any) -> int:
     """Links of unchanged notes whose target the indexer resolved again (a note added,
     renamed or deleted elsewhere): their target as the SQLite index has it."""
     here = dict(lite.execute("SELECT id, target_id FROM links"))
