@@ -1,6 +1,7 @@
 """Indexing speed on synthetic vaults: text throughput, incremental re-index, embedding.
 
     python benchmarks/index_bench.py [--notes N] [--workdir DIR]
+    python benchmarks/index_bench.py --backend postgres [--notes N] [--sizes N,N] [--workdir DIR]
 
 Figures (targets from the Foundation issue, on this 2-core machine):
 - text+links indexing without embeddings, notes/s (≥ 2,000 for typical notes);
@@ -9,6 +10,15 @@ Figures (targets from the Foundation issue, on this 2-core machine):
 - embedding throughput while indexing vs calling the encoder directly on the same blocks,
   side by side in one run (≥ 90 %), on ONNX Runtime and on torch (the old path): ONNX
   while indexing no slower than torch (cold-start issue: ≥ 25 blocks/s on a quiet machine).
+
+`--backend postgres` measures the text part on PostgreSQL instead (issue 29: "indexing
+throughput within 1.5× of SQLite's for the text part"), on a throwaway server: for typical
+vaults of `--sizes` notes (default `--notes` and 10,000, the headline) and a long-note vault of
+`--notes`/2, each indexed from scratch without embeddings into a fresh SQLite index (T_sqlite)
+and, alternately, into a fresh SQLite index with `database_url` set to a fresh database (T_pg:
+the SQLite indexing and the publish, whose own time the publish report gives): T_pg / T_sqlite
+(≤ 1.5). Then, on each, re-indexing both ways with nothing changed and after editing 1 % of
+the notes.
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import check, emit_figures, offline_env, peak_rss_mb
+from common import check, embedded_postgres, emit_figures, offline_env, peak_rss_mb
 from synthvault import edit_note, generate_vault
 
 offline_env()
@@ -148,13 +158,182 @@ def incremental(root: Path, embedder: Embedder) -> dict:
     return {"unchanged_s": statistics.median(unchanged), "edit_one_ms": statistics.median(edited)}
 
 
+PG_TARGET = 1.5  # T_pg / T_sqlite, text part from scratch (issue 29)
+HEADLINE_NOTES = 10_000
+
+
+class BackendPair:
+    """One vault with two indexes beside it, one SQLite only and one publishing to a
+    database of the throwaway server, so each can be indexed again after the vault changes."""
+
+    def __init__(self, server, root: Path, key: str) -> None:
+        self.server, self.root, self.key = server, root, key
+        self.lite_dir = root.with_name(f"{root.name}-index-sqlite")
+        self.pg_dir = root.with_name(f"{root.name}-index-pg")
+        self.database: str | None = None
+        self.url: str | None = None
+
+    def fresh(self) -> None:
+        """New, empty indexes on both sides (and a new database)."""
+        shutil.rmtree(self.lite_dir, ignore_errors=True)
+        shutil.rmtree(self.pg_dir, ignore_errors=True)
+        self.drop()
+        self.database = f"bench_{self.key}_{time.monotonic_ns()}"
+        self.url = self.server.create_database(self.database)
+
+    def drop(self) -> None:
+        if self.database is not None:
+            self.server.drop_database(self.database)
+            self.database = self.url = None
+
+    def index_sqlite(self):
+        """(seconds, report) of `index(embed=False)` into the SQLite-only index."""
+        with Workspace.open(self.root, {"index_dir": str(self.lite_dir)}) as ws:
+            started = time.perf_counter()
+            report = ws.index(embed=False)
+            return time.perf_counter() - started, report
+
+    def index_postgres(self):
+        """(seconds, report) of `index(embed=False)` publishing to the database: connecting,
+        the SQLite indexing and the publish (`report.published`)."""
+        config = {"index_dir": str(self.pg_dir), "database_url": self.url}
+        with Workspace.open(self.root, config) as ws:
+            started = time.perf_counter()
+            report = ws.index(embed=False)
+            return time.perf_counter() - started, report
+
+
+def backend_scratch(pair: BackendPair, label: str, runs: int = 3) -> dict:
+    """Index from scratch both ways, alternating, `runs` times; medians. The last run's
+    indexes and database stay for the incremental runs."""
+    lite, pg, publish, local = [], [], [], []
+    for _ in range(runs):
+        pair.fresh()
+        seconds, lite_report = pair.index_sqlite()
+        lite.append(seconds)
+        seconds, pg_report = pair.index_postgres()
+        pg.append(seconds)
+        published = pg_report.published
+        assert published is not None and published["notes_written"] == lite_report.added
+        publish.append(published["elapsed_ms"] / 1000)
+        local.append(pg[-1] - publish[-1])
+    notes = lite_report.added
+    t_lite, t_pg, t_pub, t_local = (statistics.median(x) for x in (lite, pg, publish, local))
+    print(
+        f"{label}: {notes} notes, {lite_report.blocks_written} blocks, "
+        f"{published['postings']:,} postings (median of {runs})\n"
+        f"  SQLite     {t_lite:6.2f} s (runs {', '.join(f'{t:.2f}' for t in lite)}) → "
+        f"{notes / t_lite:,.0f} notes/s\n"
+        f"  PostgreSQL {t_pg:6.2f} s (runs {', '.join(f'{t:.2f}' for t in pg)}) → "
+        f"{notes / t_pg:,.0f} notes/s, of which publish {t_pub:.2f} s "
+        f"(runs {', '.join(f'{t:.2f}' for t in publish)}), the rest (SQLite) {t_local:.2f} s\n"
+        f"  T_pg / T_sqlite {t_pg / t_lite:.2f}"
+    )
+    return {
+        "notes": notes,
+        "blocks": lite_report.blocks_written,
+        "postings": published["postings"],
+        "sqlite_s": t_lite,
+        "pg_s": t_pg,
+        "publish_s": t_pub,
+        "sqlite_notes_per_s": notes / t_lite,
+        "pg_notes_per_s": notes / t_pg,
+        "ratio": t_pg / t_lite,
+    }
+
+
+def backend_incremental(pair: BackendPair, notes: int, rounds: int = 3) -> dict:
+    """Re-index both ways with nothing changed, then after editing 1 % of the notes (another
+    1 % each round, spread over the vault); medians of `rounds`."""
+    edits = max(1, notes // 100)
+    times: dict[str, list[float]] = {}
+    for round_ in range(rounds):
+        for case in ("unchanged", "edit"):
+            if case == "edit":
+                for i in range(edits):
+                    edit_note(pair.root, (round_ + i * 100) % notes, seed=round_ + 1)
+            expected = edits if case == "edit" else 0
+            seconds, report = pair.index_sqlite()
+            assert report.updated == expected, report
+            times.setdefault(f"{case}_sqlite", []).append(seconds)
+            seconds, report = pair.index_postgres()
+            assert report.updated == expected and report.published is not None, report
+            assert report.published["notes_written"] == expected, report.published
+            times.setdefault(f"{case}_pg", []).append(seconds)
+            times.setdefault(f"{case}_publish", []).append(report.published["elapsed_ms"] / 1000)
+    ms = {f"{key}_ms": statistics.median(values) * 1000 for key, values in times.items()}
+    for case, what in (("unchanged", "nothing changed"), ("edit", f"{edits} notes edited")):
+        print(
+            f"  re-index, {what}: SQLite {ms[f'{case}_sqlite_ms']:.0f} ms, PostgreSQL "
+            f"{ms[f'{case}_pg_ms']:.0f} ms (publish {ms[f'{case}_publish_ms']:.0f} ms; "
+            f"median of {rounds})"
+        )
+    return ms
+
+
+def postgres_main(args: argparse.Namespace, work: Path) -> int:
+    if args.sizes:
+        sizes = sorted({int(n) for n in args.sizes.split(",")})
+    else:
+        sizes = sorted({args.notes, HEADLINE_NOTES})
+    vaults = [(f"typical{n}", f"typical notes, {n:,}", n, TYPICAL) for n in sizes]
+    half = args.notes // 2
+    vaults.append((f"long{half}", f"long notes, {half:,}", half, LONG))
+    results: dict[str, dict] = {}
+    print("== text + links, no embeddings: SQLite vs PostgreSQL (database_url)")
+    with embedded_postgres() as server:
+        for key, label, notes, sections in vaults:
+            pair = BackendPair(server, fresh_vault(work / f"pg-{key}", notes, sections), key)
+            try:
+                results[key] = backend_scratch(pair, label)
+                results[key].update(backend_incremental(pair, notes))
+            finally:
+                pair.drop()
+
+    print("\n== targets")
+    ok = all(
+        [
+            check(f"T_pg / T_sqlite, {key}", result["ratio"], PG_TARGET, higher_is_better=False)
+            for key, result in results.items()
+        ]
+    )
+    headline = f"typical{max(sizes)}"
+    print(f"headline ({headline}): T_pg / T_sqlite {results[headline]['ratio']:.2f}")
+    print(f"peak RSS {peak_rss_mb():.0f} MB")
+    emit_figures(
+        "index_postgres",
+        {
+            "headline": headline,
+            **{
+                f"{key}_{name}": round(value, 3) if isinstance(value, float) else value
+                for key, result in results.items()
+                for name, value in result.items()
+            },
+            "peak_rss_mb": round(peak_rss_mb()),
+        },
+    )
+    return 0 if ok else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=5000, help="notes for the throughput run")
     parser.add_argument("--workdir", help="where vaults are kept between runs")
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="postgres: the text part indexed with database_url vs SQLite only (see above)",
+    )
+    parser.add_argument(
+        "--sizes",
+        help="--backend postgres: typical-vault sizes, comma-separated (default: --notes,10000)",
+    )
     args = parser.parse_args()
     work = Path(args.workdir or Path(tempfile.gettempdir()) / "vaultctx-bench" / "index")
     work.mkdir(parents=True, exist_ok=True)
+    if args.backend == "postgres":
+        return postgres_main(args, work)
 
     print("== text + links, no embeddings")
     typical = text_throughput(fresh_vault(work / "typical", args.notes, TYPICAL), "typical notes")
