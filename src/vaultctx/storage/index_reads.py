@@ -146,6 +146,20 @@ class IndexReads(Protocol):
         """Release the connections it opened itself."""
 
 
+# What `block_rows` reads of a block (after its id), as the candidate's fields.
+BLOCK_FIELDS = (
+    "note_id", "path", "title", "heading", "heading_path", "text", "start_line", "end_line",
+    "tokens",
+)  # fmt: skip
+
+
+def candidate_fields(row: Sequence[Any]) -> dict[str, Any]:
+    """A block's row (its id, then BLOCK_FIELDS) as a candidate's fields."""
+    return {"id": f"block:{row[0]}", "kind": "block", "block_id": row[0]} | dict(
+        zip(BLOCK_FIELDS, row[1:], strict=True)
+    )
+
+
 # `find_note`'s names: what each is compared with.
 _NAME_COLUMNS = {"path": "path", "title": "title", "file": "substr(path, -length(?))"}
 
@@ -284,23 +298,7 @@ class SqliteReads:
             f" WHERE b.id IN ({','.join('?' * len(ids))})",
             ids,
         )
-        return {
-            r[0]: {
-                "id": f"block:{r[0]}",
-                "kind": "block",
-                "block_id": r[0],
-                "note_id": r[1],
-                "path": r[2],
-                "title": r[3],
-                "heading": r[4],
-                "heading_path": r[5],
-                "text": r[6],
-                "start_line": r[7],
-                "end_line": r[8],
-                "tokens": r[9],
-            }
-            for r in rows
-        }
+        return {r[0]: candidate_fields(r) for r in rows}
 
     def note_paths(self, note_ids: Sequence[int]) -> dict[int, str]:
         if not note_ids:

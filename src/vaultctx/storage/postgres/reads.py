@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import IndexUnavailable
+from ..index_reads import candidate_fields
 from ..lexical import FtsTerms, LexicalQuery
 from .schema import POSITION_STRIDE, connect, one_line
 
@@ -51,10 +52,6 @@ LIMIT %(limit)s
 
 # `find_note`'s names: what each is compared with.
 _NAME_COLUMNS = {"path": "path", "title": "title", "file": "right(path, length(%s))"}
-_BLOCK_FIELDS = (
-    "note_id", "path", "title", "heading", "heading_path", "text", "start_line", "end_line",
-    "tokens",
-)  # fmt: skip
 
 
 def bm25_part(idf: float, f: float, ntok: float, avgdl: float) -> float:
@@ -336,11 +333,7 @@ class PostgresReads:
             " WHERE b.id = ANY(%s)",
             (list(block_ids),),
         )
-        return {
-            r[0]: {"id": f"block:{r[0]}", "kind": "block", "block_id": r[0]}
-            | dict(zip(_BLOCK_FIELDS, r[1:], strict=True))
-            for r in found
-        }
+        return {r[0]: candidate_fields(r) for r in found}
 
     def note_paths(self, note_ids: Sequence[int]) -> dict[int, str]:
         if not note_ids:
