@@ -445,3 +445,15 @@ def test_copy_text_escapes_what_copy_reads_specially():
 
     assert _copy_text("plain") == "plain"
     assert _copy_text("a\tb\\c\nd\re") == "a\\tb\\\\c\\nd\\re"
+
+
+def test_status_names_the_database_without_its_password():
+    from vaultctx.storage.vault import _without_password
+
+    assert (
+        _without_password("postgresql://bob:s3cr%40t@db.example:5432/team?sslmode=require")
+        == "postgresql://bob:***@db.example:5432/team?sslmode=require"
+    )
+    assert _without_password("postgresql://postgres@/x?host=/tmp") == (
+        "postgresql://postgres@/x?host=/tmp"
+    )

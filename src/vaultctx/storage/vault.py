@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
+from urllib.parse import urlsplit, urlunsplit
 
 from ..config import CONFIG_DIRNAME, Config, load_config
 from ..errors import ConfigError, NoteNotFound, NotIndexed, VaultNotFound
@@ -189,7 +190,12 @@ class Vault:
         counts = self.reads.index_counts(model, self.config.language)
         return IndexStatus(
             vault=str(self.root),
-            index_path=str(self.db.path),
+            # where the index is read from: the database (its password left out), or the file
+            index_path=(
+                str(self.db.path)
+                if self.config.database_url is None
+                else _without_password(self.config.database_url)
+            ),
             model=model,
             index_bytes=self.db.size_bytes(),
             last_indexed=_iso(float(last)) if last else None,
@@ -274,6 +280,14 @@ class Vault:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.root)!r})"
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _postgres_reads(url: str) -> IndexReads:
