@@ -457,3 +457,23 @@ def test_status_names_the_database_without_its_password():
     assert _without_password("postgresql://postgres@/x?host=/tmp") == (
         "postgresql://postgres@/x?host=/tmp"
     )
+
+
+def test_touches_made_through_the_database_outlive_a_full_publish(example_vault, postgres_url):
+    """A new language setting analyses every note again (a full publish); what the team
+    touched meanwhile, straight in the database, stays."""
+    vault = Vault.open(example_vault)
+    vault.index()
+    with connect(postgres_url) as pg:
+        publish(vault.db, pg, None)
+        reads = PostgresReads(postgres_url)
+        notes = reads.note_ids()
+        for at, note in enumerate(notes[:3], start=1):
+            reads.record_access(note, float(at), "touch")
+        with vault.db.transaction() as conn:  # as a changed language setting leaves it
+            conn.execute("UPDATE meta SET value = value || ' (again)' WHERE key = 'analysis'")
+        assert publish(vault.db, pg, None).full
+        assert reads.recent_accesses(10) == [(notes[2], 3.0), (notes[1], 2.0), (notes[0], 1.0)]
+        assert_database_matches(vault, pg)
+        reads.close()
+    vault.close()

@@ -123,8 +123,7 @@ def index_id(db: IndexDatabase) -> str:
 
 
 def published_from(pg: Any) -> str | None:
-    row = pg.execute("SELECT value FROM meta WHERE key = 'published_from'").fetchone()
-    return row[0] if row else None
+    return _pg_meta(pg, "published_from")
 
 
 def publish(db: IndexDatabase, pg: Any, language: str | None) -> PublishReport:
@@ -140,6 +139,9 @@ def publish(db: IndexDatabase, pg: Any, language: str | None) -> PublishReport:
         analysis = _pg_meta(pg, "analysis")
         report.full = published_from(pg) != source or analysis != db.get_meta("analysis")
         if report.full:
+            # Touches reach the database straight from the servers: they outlive a full
+            # publish (say, of a new language setting) for the notes that are still there.
+            pg.execute("CREATE TEMP TABLE vx_accesses ON COMMIT DROP AS SELECT * FROM accesses")
             pg.execute(
                 "TRUNCATE notes, blocks, postings, term_df, links, tags, aliases, accesses, meta"
             )
@@ -155,6 +157,10 @@ def publish(db: IndexDatabase, pg: Any, language: str | None) -> PublishReport:
         report.notes_written = len(changed)
         if report.full:
             pg.execute(_CREATE_POSTING_INDEXES)
+            pg.execute(
+                "INSERT INTO accesses SELECT a.* FROM vx_accesses a"
+                " WHERE EXISTS (SELECT 1 FROM notes n WHERE n.id = a.note_id)"
+            )
         _update_doc_freqs(pg, df)
         report.links_retargeted = _retarget_links(lite, pg)
         report.vectors = _copy_vectors(lite, pg)
