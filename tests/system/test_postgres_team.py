@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from click.testing import CliRunner
@@ -155,3 +156,20 @@ def test_the_team_commands(team_vault: Path, postgres_url: str):
     assert again.exit_code != 0 and "no token" in again.output
     lonely = runner.invoke(cli, ["team", "list", "-V", str(team_vault)])
     assert lonely.exit_code != 0 and "database_url" in lonely.output
+
+
+def test_a_team_server_whose_database_is_gone_answers_503_in_json(
+    team_vault: Path, postgres_url: str, postgres_server
+):
+    with open_server_side(team_vault, postgres_url) as ws:
+        erin = ws.team.add("erin")
+        with LocalServer(ws, watch=False, warm=False) as server:
+            assert call(server, "POST", "/select", {"query": "orchard"}, token=erin)[0] == 200
+            postgres_server.drop_database(urlsplit(postgres_url).path.lstrip("/"))
+            answers = [
+                call(server, "POST", "/select", {"query": "orchard"}, token=erin),
+                call(server, "POST", "/select", {"query": "orchard hives"}),
+            ]
+    for status, _, body in answers:
+        assert status == 503, body
+        assert body["error"] == "IndexUnavailable" and "database" in body["message"]

@@ -124,9 +124,13 @@ class BearerAuth:
         header = dict(scope["headers"]).get(b"authorization")
         owner = authorized(header, self.token)
         who: str | None = None
+        unavailable: str | None = None
         if not owner and self.team is not None and header is not None:
             token = header.decode("latin-1").removeprefix("Bearer ")
-            person = await run_in_threadpool(self.team.authenticate, token)
+            try:
+                person = await run_in_threadpool(self.team.authenticate, token)
+            except Exception as exc:  # the team's database is down: say so, in JSON
+                person, unavailable = None, f"the team's database cannot be reached: {exc}"
             if person is not None:
                 scope.setdefault("state", {})["person"] = person
                 who = person.name
@@ -138,7 +142,11 @@ class BearerAuth:
             await send(message)
 
         try:
-            if not owner and who is None:
+            if unavailable is not None:
+                await _error(503, "IndexUnavailable", " ".join(unavailable.split()))(
+                    scope, receive, sent
+                )
+            elif not owner and who is None:
                 response = _error(401, "Unauthorized", "missing or wrong bearer token")
                 response.headers["WWW-Authenticate"] = "Bearer"
                 await response(scope, receive, sent)

@@ -186,8 +186,13 @@ class PostgresReads:
             return []
         items = [[term] for term in query.terms] + [self._prefix_terms(p) for p in query.prefixes]
         phrases = [self.stems(p) for p in query.phrases]
-        rows = float(self.meta("lexical_rows") or 0)
-        avgdl = float(self.meta("lexical_tokens") or 0) / rows if rows else 1.0
+        totals = dict(
+            self._rows(
+                "SELECT key, value FROM meta WHERE key IN ('lexical_rows', 'lexical_tokens')"
+            )
+        )
+        rows = float(totals.get("lexical_rows") or 0)
+        avgdl = float(totals.get("lexical_tokens") or 0) / rows if rows else 1.0
         if not phrases:
             return self._items_bm25(items, weights, limit, allowed, hidden, rows, avgdl)
         return self._phrases_bm25(items, phrases, weights, limit, allowed, hidden, rows, avgdl)
