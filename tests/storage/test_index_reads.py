@@ -1,5 +1,6 @@
-"""`SqliteReads`: what select, related and refine read from the SQLite index, on the indexed
-example vault (its vectors from the hashed bag-of-words stand-in model)."""
+"""`IndexReads`: what select, related and refine read from an index, on the indexed example
+vault (its vectors from the hashed bag-of-words stand-in model) — the SQLite index itself,
+and the same index published to PostgreSQL, each test on both."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from vaultctx.pipeline.note_ranking import COLUMN_WEIGHTS
 from vaultctx.search.query import QueryTokenizer, build_query
 from vaultctx.storage.index_reads import IndexReads, SqliteReads
 from vaultctx.storage.lexical import FtsTerms
+from vaultctx.storage.postgres.reads import PostgresReads
+from vaultctx.storage.postgres.schema import connect
+from vaultctx.storage.postgres.sync import publish
 
 
 @pytest.fixture
@@ -25,6 +29,20 @@ def ws(example_vault: Path) -> Iterator[Workspace]:
     with Workspace.open(example_vault, embedder=HashEmbedder()) as ws:
         ws.index()
         yield ws
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def reads(request: pytest.FixtureRequest, ws: Workspace) -> Iterator[IndexReads]:
+    """The example vault's index on each backend."""
+    if request.param == "sqlite":
+        yield ws.reads
+        return
+    url = request.getfixturevalue("postgres_url")
+    with connect(url) as pg:
+        publish(ws.db, pg, None)
+    published = PostgresReads(url)
+    yield published
+    published.close()
 
 
 def sql(ws: Workspace, statement: str, *args: object) -> list[tuple]:
@@ -44,8 +62,7 @@ def test_a_vault_reads_its_index_through_sqlite_reads(ws):
     assert sorted(ws.reads.all_note_paths()) == sorted(sql(ws, "SELECT id, path FROM notes"))
 
 
-def test_filters_keep_the_blocks_of_the_unfiltered_ranking_in_its_order(ws):
-    reads = ws.reads
+def test_filters_keep_the_blocks_of_the_unfiltered_ranking_in_its_order(ws, reads):
     query = built(reads, "varroa mites queen hive honey winter feeding")
     everything = reads.bm25_blocks(query, COLUMN_WEIGHTS, 10_000)
     assert len(everything) > 20
@@ -71,8 +88,7 @@ def test_filters_keep_the_blocks_of_the_unfiltered_ranking_in_its_order(ws):
     assert reads.bm25_blocks(built(reads, "the and of"), COLUMN_WEIGHTS, 10) == []
 
 
-def test_terms_and_their_block_counts_are_the_index_own(ws):
-    reads = ws.reads
+def test_terms_and_their_block_counts_are_the_index_own(ws, reads):
     conn = ws.db.connect()
     assert reads.stems("Queens were marked") == FtsTerms(conn).stems("Queens were marked")
     assert reads.stems("Queens were marked") == ["queen", "were", "mark"]
@@ -84,8 +100,7 @@ def test_terms_and_their_block_counts_are_the_index_own(ws):
     assert reads.doc_freqs([]) == {}
 
 
-def test_blocks_and_notes_by_id(ws):
-    reads = ws.reads
+def test_blocks_and_notes_by_id(ws, reads):
     blocks = sql(ws, "SELECT id, note_id, ordinal FROM blocks ORDER BY id")
     some = [b for b, _, _ in blocks[::7]]
     assert reads.block_notes(some) == {b: n for b, n, _ in blocks if b in some}
@@ -106,8 +121,7 @@ def test_blocks_and_notes_by_id(ws):
     assert reads.note_block_counts([]) == {}
 
 
-def test_a_note_title_language_sections_and_a_block_neighbours(ws):
-    reads = ws.reads
+def test_a_note_title_language_sections_and_a_block_neighbours(ws, reads):
     _, note = ws.resolve_note("Hives/Apiary Site.md")
     title, language = reads.note_title_language(note)
     assert title == "Apiary Site" and language in (None, "en")
@@ -121,8 +135,7 @@ def test_a_note_title_language_sections_and_a_block_neighbours(ws):
     assert {text for _, _, text, *_ in around} <= {text for _, text in sections}
 
 
-def test_languages_counted_with_and_without_hidden_notes(ws):
-    reads = ws.reads
+def test_languages_counted_with_and_without_hidden_notes(ws, reads):
     counts = reads.language_counts()
     assert counts and all(language for language in counts)
     assert reads.language_counts(reads.note_ids()) == {}
@@ -132,8 +145,7 @@ def test_languages_counted_with_and_without_hidden_notes(ws):
     assert all(fewer[language] <= counts[language] for language in fewer)
 
 
-def test_notes_matching_a_window_and_nested_tags(ws):
-    reads = ws.reads
+def test_notes_matching_a_window_and_nested_tags(ws, reads):
     everything = reads.notes_matching(None, None, [])
     assert sorted(n for n, _, _ in everything) == reads.note_ids()
     pests = {n for n, _, _ in reads.notes_matching(None, None, ["pests"])}
@@ -146,16 +158,15 @@ def test_notes_matching_a_window_and_nested_tags(ws):
     assert len(reads.notes_matching(None, now + 10**12, [])) == len(everything)
 
 
-def test_links_accesses_and_edits(ws):
-    reads = ws.reads
+def test_links_accesses_and_edits(ws, reads):
     links = reads.resolved_links()
     assert links and all(source != target for source, target, _ in links)
     blocks = [b for (b,) in sql(ws, "SELECT id FROM blocks")]
     for block, target in reads.passage_links(blocks):
         assert target != reads.block_notes([block])[block]
     assert reads.passage_links([]) == []
-    ws.touch("Hives/Apiary Site.md")
-    ws.touch("Home.md")
+    for name in ("Hives/Apiary Site.md", "Home.md"):
+        reads.record_access(ws.resolve_note(name)[1], time.time(), "touch")
     touched = reads.recent_accesses(10)
     assert [n for n, _ in touched] == [
         ws.resolve_note("Home.md")[1],
@@ -169,8 +180,7 @@ def test_links_accesses_and_edits(ws):
     assert reads.count_edited_since(time.time_ns() + 10**12) == 0
 
 
-def test_vector_chunks_cover_every_vector_once(ws):
-    reads = ws.reads
+def test_vector_chunks_cover_every_vector_once(ws, reads):
     model = ws.embedder.model_id
     count = reads.vector_count(model)
     assert count == reads.block_count()

@@ -350,7 +350,8 @@ class PostgresReads:
             return {}
         return dict(
             self._rows(
-                "SELECT note_id, count(*) FROM blocks WHERE note_id = ANY(%s) GROUP BY note_id",
+                "SELECT note_id, count(*) FROM blocks WHERE note_id = ANY(%s)"
+                " GROUP BY note_id ORDER BY note_id",
                 (list(note_ids),),
             )
         )
@@ -361,7 +362,7 @@ class PostgresReads:
         return dict(
             self._rows(
                 "SELECT note_id, min(id) FROM blocks WHERE ordinal = 0 AND note_id = ANY(%s)"
-                " GROUP BY note_id",
+                " GROUP BY note_id ORDER BY note_id",
                 (list(note_ids),),
             )
         )
