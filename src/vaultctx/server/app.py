@@ -129,8 +129,8 @@ class BearerAuth:
             token = header.decode("latin-1").removeprefix("Bearer ")
             try:
                 person = await run_in_threadpool(self.team.authenticate, token)
-            except Exception as exc:  # the team's database is down: say so, in JSON
-                person, unavailable = None, f"the team's database cannot be reached: {exc}"
+            except IndexUnavailable as exc:  # the team's database is down: say so, in JSON
+                person, unavailable = None, str(exc)
             if person is not None:
                 scope.setdefault("state", {})["person"] = person
                 who = person.name
@@ -143,9 +143,7 @@ class BearerAuth:
 
         try:
             if unavailable is not None:
-                await _error(503, "IndexUnavailable", " ".join(unavailable.split()))(
-                    scope, receive, sent
-                )
+                await _error(503, "IndexUnavailable", unavailable)(scope, receive, sent)
             elif not owner and who is None:
                 response = _error(401, "Unauthorized", "missing or wrong bearer token")
                 response.headers["WWW-Authenticate"] = "Bearer"

@@ -157,7 +157,7 @@ class Vault:
             return None
         from .postgres.team import Team
 
-        return Team(self.reads.connect)  # type: ignore[attr-defined]
+        return Team(self.reads.query)  # type: ignore[attr-defined]
 
     def restore_from_database(self) -> int:
         """Replace the SQLite index with the database's (`database_url`), vectors included:

@@ -99,17 +99,24 @@ class PostgresReads:
                 conn.close()
             self._connections.clear()
 
-    def _rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+        """Run one statement on this thread's connection: its rows ([] for one without); a
+        database down or unreachable is `IndexUnavailable`, a dropped connection is opened
+        again once. Every read, and the team's statements, go through here."""
         try:
-            return self.connect().execute(sql, params).fetchall()
+            return self._run(sql, params)
         except self._operational as exc:
             if not self._local.conn.broken:
                 raise IndexUnavailable(f"the index's database failed: {one_line(exc)}") from exc
         try:  # the connection broke (the server restarted, or dropped it): once more, anew
-            return self.connect().execute(sql, params).fetchall()
+            return self._run(sql, params)
         except self._operational as exc:  # down or unreachable: say so, not a 500
             message = f"the index's database cannot be reached: {one_line(exc)}"
             raise IndexUnavailable(message) from exc
+
+    def _run(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> list[tuple]:
+        cursor = self.connect().execute(sql, params)
+        return cursor.fetchall() if cursor.description is not None else []
 
     def _terms(self) -> FtsTerms:
         terms = getattr(self._local, "terms", None)
@@ -120,21 +127,21 @@ class PostgresReads:
     # --- the index as a whole
 
     def meta(self, key: str) -> str | None:
-        row = self._rows("SELECT value FROM meta WHERE key = %s", (key,))
+        row = self.query("SELECT value FROM meta WHERE key = %s", (key,))
         return row[0][0] if row else None
 
     def block_count(self) -> int:
-        return int(self._rows("SELECT count(*) FROM blocks")[0][0])
+        return int(self.query("SELECT count(*) FROM blocks")[0][0])
 
     def note_ids(self) -> list[int]:
-        return [r[0] for r in self._rows("SELECT id FROM notes ORDER BY id")]
+        return [r[0] for r in self.query("SELECT id FROM notes ORDER BY id")]
 
     def all_note_paths(self) -> list[tuple[int, str]]:
-        return self._rows("SELECT id, path FROM notes")
+        return self.query("SELECT id, path FROM notes")
 
     def language_counts(self, hidden: Collection[int] = ()) -> dict[str, int]:
         return dict(
-            self._rows(
+            self.query(
                 "SELECT language, count(*) FROM notes WHERE language != ''"
                 " AND NOT (id = ANY(%s)) GROUP BY language",
                 (sorted(hidden),),
@@ -161,7 +168,7 @@ class PostgresReads:
             )
             params.extend([tag, tag + "/"])
         where = " WHERE " + " AND ".join(clauses) if clauses else ""
-        return self._rows(f"SELECT id, path, frontmatter FROM notes{where}", params)
+        return self.query(f"SELECT id, path, frontmatter FROM notes{where}", params)
 
     # --- lexical
 
@@ -171,7 +178,7 @@ class PostgresReads:
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         if not terms:
             return {}
-        return dict(self._rows("SELECT term, df FROM term_df WHERE term = ANY(%s)", (list(terms),)))
+        return dict(self.query("SELECT term, df FROM term_df WHERE term = ANY(%s)", (list(terms),)))
 
     def bm25_blocks(
         self,
@@ -187,7 +194,7 @@ class PostgresReads:
         items = [[term] for term in query.terms] + [self._prefix_terms(p) for p in query.prefixes]
         phrases = [self.stems(p) for p in query.phrases]
         totals = dict(
-            self._rows(
+            self.query(
                 "SELECT key, value FROM meta WHERE key IN ('lexical_rows', 'lexical_tokens')"
             )
         )
@@ -203,7 +210,7 @@ class PostgresReads:
         if len(stems) != 1:
             return []
         escaped = stems[0].replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        found = self._rows("SELECT term FROM term_df WHERE term LIKE %s", (escaped + "%",))
+        found = self.query("SELECT term FROM term_df WHERE term LIKE %s", (escaped + "%",))
         return [term for (term,) in found]
 
     def _items_bm25(
@@ -220,7 +227,7 @@ class PostgresReads:
         pairs = [(i, term) for i, terms in enumerate(items) for term in terms]
         if not pairs:
             return []
-        found = self._rows(
+        found = self.query(
             _ITEMS_BM25,
             {
                 "items": [i for i, _ in pairs],
@@ -258,8 +265,8 @@ class PostgresReads:
         if not candidates:
             return []
         ids = sorted(candidates)
-        ntok = dict(self._rows("SELECT id, ntok FROM blocks WHERE id = ANY(%s)", (ids,)))
-        notes = dict(self._rows("SELECT id, note_id FROM blocks WHERE id = ANY(%s)", (ids,)))
+        ntok = dict(self.query("SELECT id, ntok FROM blocks WHERE id = ANY(%s)", (ids,)))
+        notes = dict(self.query("SELECT id, note_id FROM blocks WHERE id = ANY(%s)", (ids,)))
         scores = {
             block: sum(
                 bm25_part(idf_of(rows, len(found)), found[block], ntok[block], avgdl)
@@ -290,7 +297,7 @@ class PostgresReads:
         """{block: weighted count} of the blocks holding any of `terms`."""
         if not terms:
             return {}
-        found = self._rows(
+        found = self.query(
             "SELECT block_id, sum(%s * tf_title + %s * tf_heading + %s * tf_text)"
             " FROM postings WHERE term = ANY(%s) GROUP BY block_id",
             (float(weights[0]), float(weights[1]), float(weights[2]), terms),
@@ -303,7 +310,7 @@ class PostgresReads:
         if not tokens:
             return {}
         positions: dict[int, dict[str, set[int]]] = {}
-        for term, block, places in self._rows(
+        for term, block, places in self.query(
             "SELECT term, block_id, positions FROM postings WHERE term = ANY(%s)",
             (sorted(set(tokens)),),
         ):
@@ -326,13 +333,13 @@ class PostgresReads:
         if not block_ids:
             return {}
         return dict(
-            self._rows("SELECT id, note_id FROM blocks WHERE id = ANY(%s)", (sorted(block_ids),))
+            self.query("SELECT id, note_id FROM blocks WHERE id = ANY(%s)", (sorted(block_ids),))
         )
 
     def block_rows(self, block_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         if not block_ids:
             return {}
-        found = self._rows(
+        found = self.query(
             "SELECT b.id, b.note_id, n.path, n.title, b.heading, b.heading_path, b.text,"
             " b.start_line, b.end_line, b.tokens FROM blocks b JOIN notes n ON n.id = b.note_id"
             " WHERE b.id = ANY(%s)",
@@ -343,13 +350,13 @@ class PostgresReads:
     def note_paths(self, note_ids: Sequence[int]) -> dict[int, str]:
         if not note_ids:
             return {}
-        return dict(self._rows("SELECT id, path FROM notes WHERE id = ANY(%s)", (list(note_ids),)))
+        return dict(self.query("SELECT id, path FROM notes WHERE id = ANY(%s)", (list(note_ids),)))
 
     def note_block_counts(self, note_ids: Sequence[int]) -> dict[int, int]:
         if not note_ids:
             return {}
         return dict(
-            self._rows(
+            self.query(
                 "SELECT note_id, count(*) FROM blocks WHERE note_id = ANY(%s)"
                 " GROUP BY note_id ORDER BY note_id",
                 (list(note_ids),),
@@ -360,7 +367,7 @@ class PostgresReads:
         if not note_ids:
             return {}
         return dict(
-            self._rows(
+            self.query(
                 "SELECT note_id, min(id) FROM blocks WHERE ordinal = 0 AND note_id = ANY(%s)"
                 " GROUP BY note_id ORDER BY note_id",
                 (list(note_ids),),
@@ -368,18 +375,18 @@ class PostgresReads:
         )
 
     def note_title_language(self, note_id: int) -> tuple[str, str | None] | None:
-        found = self._rows(
+        found = self.query(
             "SELECT title, NULLIF(language, '') FROM notes WHERE id = %s", (note_id,)
         )
         return tuple(found[0]) if found else None  # type: ignore[return-value]
 
     def note_sections(self, note_id: int) -> list[tuple[str, str]]:
-        return self._rows(
+        return self.query(
             "SELECT heading_path, text FROM blocks WHERE note_id = %s ORDER BY ordinal", (note_id,)
         )
 
     def neighbours(self, block_id: int) -> list[tuple[int, int, str, int, int, int]]:
-        return self._rows(
+        return self.query(
             "SELECT n.id, n.ordinal - b.ordinal, n.text, n.tokens, n.start_line, n.end_line"
             " FROM blocks b JOIN blocks n ON n.note_id = b.note_id"
             " AND n.ordinal IN (b.ordinal - 1, b.ordinal + 1) WHERE b.id = %s ORDER BY n.ordinal",
@@ -389,7 +396,7 @@ class PostgresReads:
     # --- the link graph and what the user works on
 
     def resolved_links(self) -> list[tuple[int, int, str]]:
-        return self._rows(
+        return self.query(
             "SELECT source_id, target_id, kind FROM links"
             " WHERE target_id IS NOT NULL AND target_id != source_id ORDER BY id"
         )
@@ -397,7 +404,7 @@ class PostgresReads:
     def passage_links(self, block_ids: Sequence[int]) -> list[tuple[int, int]]:
         if not block_ids:
             return []
-        return self._rows(
+        return self.query(
             "SELECT b.id, l.target_id FROM blocks b"
             " JOIN links l ON l.source_id = b.note_id AND l.block_ordinal = b.ordinal"
             " WHERE b.id = ANY(%s) AND l.kind != 'embed'"
@@ -406,17 +413,17 @@ class PostgresReads:
         )
 
     def recent_accesses(self, limit: int) -> list[tuple[int, float]]:
-        return self._rows(
+        return self.query(
             "SELECT note_id, max(at) AS last FROM accesses GROUP BY note_id"
             " ORDER BY last DESC, note_id LIMIT %s",
             (limit,),
         )
 
     def count_edited_since(self, mtime_ns: int) -> int:
-        return int(self._rows("SELECT count(*) FROM notes WHERE mtime_ns >= %s", (mtime_ns,))[0][0])
+        return int(self.query("SELECT count(*) FROM notes WHERE mtime_ns >= %s", (mtime_ns,))[0][0])
 
     def edited_since(self, mtime_ns: int, limit: int) -> list[tuple[int, int]]:
-        return self._rows(
+        return self.query(
             "SELECT id, mtime_ns FROM notes WHERE mtime_ns >= %s ORDER BY mtime_ns DESC, id"
             " LIMIT %s",
             (mtime_ns, limit),
@@ -433,7 +440,7 @@ class PostgresReads:
             column = _NAME_COLUMNS[by]
             test = f"lower({column}) = lower(%s)" if any_case else f"{column} = %s"
             sql, params = f"FROM notes WHERE {test}", (name, name) if by == "file" else (name,)
-        found = self._rows(
+        found = self.query(
             f"SELECT notes.path, notes.id {sql}"
             ' ORDER BY length(notes.path), notes.path COLLATE "C" LIMIT 1',
             params,
@@ -441,10 +448,10 @@ class PostgresReads:
         return (found[0][0], found[0][1]) if found else None
 
     def has_notes(self) -> bool:
-        return bool(self._rows("SELECT 1 FROM notes LIMIT 1"))
+        return bool(self.query("SELECT 1 FROM notes LIMIT 1"))
 
     def index_counts(self, model: str | None, language: str | None) -> dict[str, Any]:
-        (counts,) = self._rows(
+        (counts,) = self.query(
             "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM blocks),"
             " (SELECT count(*) FROM links WHERE target_id IS NOT NULL),"
             " (SELECT count(*) FROM links WHERE target_id IS NULL),"
@@ -454,7 +461,7 @@ class PostgresReads:
             " (SELECT count(*) FROM notes WHERE problems != '[]')",
             (model or "",),
         )
-        languages = self._rows(
+        languages = self.query(
             "SELECT lang, n FROM (SELECT COALESCE(%s, language, 'unread') AS lang, count(*) AS n"
             ' FROM notes GROUP BY 1) counted ORDER BY n DESC, lang COLLATE "C"',
             (language,),
@@ -464,8 +471,8 @@ class PostgresReads:
         return {**dict(zip(names, map(int, counts), strict=True)), "languages": dict(languages)}
 
     def link_rows(self) -> tuple[list[tuple[str, str]], list[tuple[str, str, str, bool]]]:
-        notes = self._rows("SELECT path, title FROM notes")
-        links = self._rows(
+        notes = self.query("SELECT path, title FROM notes")
+        links = self.query(
             "SELECT s.path, t.path, l.kind, l.heading IS NOT NULL OR l.block_ref IS NOT NULL"
             " FROM links l JOIN notes s ON s.id = l.source_id JOIN notes t ON t.id = l.target_id"
             " WHERE l.source_id != l.target_id ORDER BY l.id"
@@ -473,14 +480,14 @@ class PostgresReads:
         return notes, [(s, t, kind, bool(precise)) for s, t, kind, precise in links]
 
     def notes_under(self, folder: str) -> list[str]:
-        found = self._rows(
+        found = self.query(
             'SELECT path FROM notes WHERE starts_with(path, %s) ORDER BY path COLLATE "C"',
             (folder,),
         )
         return [path for (path,) in found]
 
     def tagged(self, tag: str) -> list[tuple[str, str]]:
-        return self._rows(
+        return self.query(
             "SELECT n.path, n.title FROM tags t JOIN notes n ON n.id = t.note_id"
             ' WHERE t.tag = %s ORDER BY n.path COLLATE "C"',
             (tag,),
@@ -490,7 +497,7 @@ class PostgresReads:
 
     def vector_count(self, model: str) -> int:
         return int(
-            self._rows(
+            self.query(
                 "SELECT count(*) FROM blocks b JOIN embeddings e"
                 " ON e.model = %s AND e.hash = b.embed_hash",
                 (model,),

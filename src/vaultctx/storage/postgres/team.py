@@ -33,13 +33,14 @@ def _digest(token: str) -> str:
 
 
 class Team:
-    """The people of the database behind `connect` (a connection for the calling thread)."""
+    """The people of a database, through `query` (`PostgresReads.query`: a statement's rows,
+    and `IndexUnavailable` when the database cannot be reached)."""
 
     OWNER = "owner"  # who a request made with the server's own token is logged as
     UNKNOWN = "unknown"  # who a request with no valid token is logged as
 
-    def __init__(self, connect: Callable[[], Any]) -> None:
-        self._connect = connect
+    def __init__(self, query: Callable[..., list[tuple]]) -> None:
+        self._query = query
 
     def add(self, name: str, deny: Sequence[str] = ()) -> str:
         """Add a person (or give a revoked one a new start); their token, shown only now."""
@@ -49,38 +50,28 @@ class Team:
                 f" and neither {self.OWNER!r} nor {self.UNKNOWN!r}"
             )
         token = secrets.token_urlsafe(32)
-        row = (
-            self._connect()
-            .execute(
-                "INSERT INTO people (name, token_sha256, deny) VALUES (%s, %s, %s)"
-                " ON CONFLICT (name) DO UPDATE SET token_sha256 = excluded.token_sha256,"
-                " deny = excluded.deny, created_at = now(), revoked_at = NULL"
-                " WHERE people.revoked_at IS NOT NULL RETURNING name",
-                (name, _digest(token), list(deny)),
-            )
-            .fetchone()
+        added = self._query(
+            "INSERT INTO people (name, token_sha256, deny) VALUES (%s, %s, %s)"
+            " ON CONFLICT (name) DO UPDATE SET token_sha256 = excluded.token_sha256,"
+            " deny = excluded.deny, created_at = now(), revoked_at = NULL"
+            " WHERE people.revoked_at IS NOT NULL RETURNING name",
+            (name, _digest(token), list(deny)),
         )
-        if row is None:
+        if not added:
             raise ConfigError(f"{name} is already on the team: revoke them first for a new token")
         return token
 
     def revoke(self, name: str) -> bool:
         """Stop the person's token; False when no such person holds one."""
-        row = (
-            self._connect()
-            .execute(
-                "UPDATE people SET revoked_at = now() WHERE name = %s AND revoked_at IS NULL"
-                " RETURNING name",
-                (name,),
-            )
-            .fetchone()
+        revoked = self._query(
+            "UPDATE people SET revoked_at = now() WHERE name = %s AND revoked_at IS NULL"
+            " RETURNING name",
+            (name,),
         )
-        return row is not None
+        return bool(revoked)
 
     def people(self) -> list[Person]:
-        rows = self._connect().execute(
-            "SELECT name, deny, created_at, revoked_at FROM people ORDER BY name"
-        )
+        rows = self._query("SELECT name, deny, created_at, revoked_at FROM people ORDER BY name")
         return [
             Person(name, tuple(deny), _iso(created), _iso(revoked))
             for name, deny, created, revoked in rows
@@ -90,18 +81,14 @@ class Team:
         """The person whose live token this is, or None."""
         if not token:
             return None
-        row = (
-            self._connect()
-            .execute(
-                "SELECT name, deny FROM people WHERE token_sha256 = %s AND revoked_at IS NULL",
-                (_digest(token),),
-            )
-            .fetchone()
+        found = self._query(
+            "SELECT name, deny FROM people WHERE token_sha256 = %s AND revoked_at IS NULL",
+            (_digest(token),),
         )
-        return Person(row[0], tuple(row[1])) if row else None
+        return Person(found[0][0], tuple(found[0][1])) if found else None
 
     def log(self, person: str, method: str, path: str, status: int, ms: float, server: str) -> None:
-        self._connect().execute(
+        self._query(
             "INSERT INTO requests (person, method, path, status, ms, server)"
             " VALUES (%s, %s, %s, %s, %s, %s)",
             (person, method, path, status, ms, server),
@@ -109,7 +96,7 @@ class Team:
 
     def requests(self, limit: int = 50, person: str | None = None) -> list[dict[str, Any]]:
         """The latest requests, newest first."""
-        rows = self._connect().execute(
+        rows = self._query(
             "SELECT at, person, method, path, status, ms, server FROM requests"
             " WHERE %s::text IS NULL OR person = %s ORDER BY id DESC LIMIT %s",
             (person, person, limit),
