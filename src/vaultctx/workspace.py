@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .pipeline.refine import Refiner
     from .search.query import STOP_WORDS
     from .storage.db import IndexDatabase
+    from .storage.indexer import Progress
     from .storage.postgres.team import Person, Team
 
 __all__ = [
@@ -112,6 +113,20 @@ class Workspace(Vault):
             self._people[person.name] = made
             return made
 
+    def index(
+        self,
+        *,
+        embed: bool | None = None,
+        progress: Progress | None = None,
+        paths: list[str] | None = None,
+    ) -> IndexReport:
+        """`Vault.index`; with a `database_url`, memory too: the first run moves this
+        host's memories into the team's books, every run brings them up to date."""
+        report = super().index(embed=embed, progress=progress, paths=paths)
+        if report.published is not None:
+            report.published["memories"] = self.memory.share()
+        return report
+
     # --- select --------------------------------------------------------------------------
 
     @property
@@ -126,7 +141,11 @@ class Workspace(Vault):
                 if self._selector is None:
                     self._selector = Selector(self, self.policy)
                     created = True
-            if created and (self._memory is not None or memory_exists(self.db.path.parent)):
+            if created and (
+                self._memory is not None
+                or self.config.database_url is not None  # the team's memories, shared
+                or memory_exists(self.db.path.parent)
+            ):
                 self.memory.attach(self._selector)
         return self._selector
 

@@ -6,11 +6,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from .mirror import Scope
 from .models import Tier
 from .store import MemoryRepository
+
+if TYPE_CHECKING:
+    from ..storage.postgres.memory_book import MemoryBook
 
 Target = tuple[MemoryRepository, list[Scope]]
 """One database and the scopes to search in it."""
@@ -21,22 +25,35 @@ class MemoryPlaces:
     only when needed), with the rules that map a tier to its scope."""
 
     def __init__(
-        self, repo: MemoryRepository, account_path: Path, *, vault_scope: str, user: str
+        self,
+        repo: MemoryRepository,
+        account_path: Path,
+        *,
+        vault_scope: str,
+        user: str,
+        account_book: MemoryBook | None = None,
     ) -> None:
+        """`account_book`: the account's book in a team's database, `account_path` its copy."""
         self.repo = repo
         self.vault_scope = vault_scope
         self.user = user
         self._account_path = account_path
+        self._account_book = account_book
         self._account: MemoryRepository | None = None
         self._lock = threading.Lock()
 
     def account(self, *, create: bool) -> MemoryRepository | None:
-        """The account database, created only when something is written to it."""
-        if self._account is None and (create or self._account_path.exists()):
+        """The account database, created only when something is written to it (here, or
+        to its book by another server)."""
+        if self._account is None and (
+            create
+            or self._account_path.exists()
+            or (self._account_book is not None and self._account_book.head()[1] > 0)
+        ):
             with self._lock:
                 if self._account is None:
                     self._account = MemoryRepository(
-                        self._account_path, model_id=self.repo.model_id
+                        self._account_path, model_id=self.repo.model_id, book=self._account_book
                     )
         return self._account
 

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from ..permissions import VaultPolicy
     from ..pipeline import Selector
     from ..storage import Embedder, Vault
+    from ..storage.postgres.memory_book import MemoryBook
     from ..storage.postgres.team import Person
 
 DEFAULT_TURN_K = 8
@@ -81,15 +82,20 @@ class AgentMemoryFacade:
         extractor: ex.Extractor | None = None,
         rrf_k: int = DEFAULT_RRF_K,
         policy: VaultPolicy | None = None,
+        book: MemoryBook | None = None,
+        account_book: MemoryBook | None = None,
     ) -> None:
         """`policy` hides from every search the memories drawn from notes it does not let a
-        client read."""
+        client read. On a team's database, `book` and `account_book` are the books the
+        vault's file and the account's are copies of; the workspace scope is then the
+        book's (`vault_scope` is this host's, which it replaces)."""
         model_id = embedder.model_id if embedder is not None else None
         self.places = MemoryPlaces(
-            MemoryRepository(Path(path), model_id=model_id),
+            MemoryRepository(Path(path), model_id=model_id, book=book, local_scope=vault_scope),
             account_path or account_dir() / ACCOUNT_DB,
-            vault_scope=vault_scope,
+            vault_scope=vault_scope if book is None else book.scope,
             user=user or _user(),
+            account_book=account_book,
         )
         self.embedder = embedder
         self._embed_query = embed_query or (embedder.encode_query if embedder else None)
@@ -118,7 +124,9 @@ class AgentMemoryFacade:
     ) -> AgentMemoryFacade:
         """Memory beside the vault's index (`memory.db`), the account's under the user data
         dir — or, for one `person` of a team, in their own folder beside the index (nobody
-        else's context ever holds their account-tier memories). `embed_query` shares a warm
+        else's context ever holds their account-tier memories). With a `database_url`, each
+        file is this server's copy of a book the team's servers share (a person's account
+        included; the owner's stays on this host). `embed_query` shares a warm
         query-vector cache (the select's) with memory.
 
         Vectors are used when the vault's index has them (or has not been built yet), so a
@@ -145,6 +153,12 @@ class AgentMemoryFacade:
                 else None
             ),
             user=person.name if person is not None else None,
+            book=vault.memory_book("vault", str(vault.root)),
+            account_book=(
+                vault.memory_book(f"person:{person.name}", person.name)
+                if person is not None
+                else None
+            ),
         )
 
     @property
@@ -415,6 +429,15 @@ class AgentMemoryFacade:
             if (memory := repo.get(memory_id)) is not None:
                 return memory
         return None
+
+    def share(self) -> int:
+        """On a team's database: bring each memory file in step with its book — the first
+        time, its memories move into the book, vectors as they are — and return the live
+        memories of the vault's. Without a database, just that count."""
+        self.flush()
+        for repo in self.places.repos():
+            repo.refresh()
+        return self.repo.count()
 
     def forget(self, ids: str | Iterable[str], *, soft: bool = False) -> int:
         """Delete memories for real (row, FTS text, vector; WAL truncated) — or, `soft`,

@@ -2,6 +2,8 @@
 
 Memories live beside the index but never in it: re-indexing a vault must not forget what
 the user said. Vectors are float32 blobs keyed by memory, searched through a `VectorMirror`.
+On a team's database, the file is this server's copy of a book every server shares
+(`sharing.BookSharing`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -25,6 +27,10 @@ from .migrations import migrate_memory
 from .mirror import Scope, VectorMirror
 from .models import Memory, MemoryKind, Tier
 from .rows import COLUMNS, memory_from_row, scope_filter
+from .sharing import BookSharing
+
+if TYPE_CHECKING:
+    from ..storage.postgres.memory_book import MemoryBook
 
 # bm25 weights of (text, summary, themes).
 FTS_WEIGHTS = (1.0, 0.5, 0.5)
@@ -40,15 +46,28 @@ class ScoreRow(NamedTuple):
     speaker: str | None
 
 
-class MemoryRepository(DraftMerging):
-    """One memory database: `memory.db` beside the index, or the account's own file."""
+class MemoryRepository(DraftMerging, BookSharing):
+    """One memory database: `memory.db` beside the index, or the account's own file — with
+    a `book`, this server's copy of that book of a team's database."""
 
-    def __init__(self, path: Path, *, model_id: str | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        model_id: str | None = None,
+        book: MemoryBook | None = None,
+        local_scope: str | None = None,
+    ) -> None:
+        """`local_scope`: this host's workspace scope, which the book's replaces."""
         self.path = path
         self.model_id = model_id  # vectors of other models are ignored
+        self.book = book
+        self.local_scope = local_scope
         self.db = IndexDatabase(path, migrate=migrate_memory)
         self.mirror = VectorMirror()
         self._secure = threading.local()
+        if book is None:
+            self.leave_book()
 
     # --- connections ---------------------------------------------------------------------
 
@@ -62,6 +81,10 @@ class MemoryRepository(DraftMerging):
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        if self.book is not None:
+            with self._shared_transaction() as conn:
+                yield conn
+            return
         self.connect()
         with self.db.transaction() as conn:
             yield conn
@@ -81,6 +104,7 @@ class MemoryRepository(DraftMerging):
 
     def sync_mirror(self) -> VectorMirror:
         """Reload the mirror if another process (or a lost race) moved the generation."""
+        self.refresh()
         generation = self.generation()
         mirror = self.mirror
         if mirror.generation == generation:
@@ -144,6 +168,7 @@ class MemoryRepository(DraftMerging):
         it, or its words would stay findable."""
         if not ids:
             return []
+        self.refresh()
         marks = ",".join("?" * len(ids))
         rows = self.connect().execute(
             "WITH turns(session_id, turn) AS ("
@@ -180,16 +205,22 @@ class MemoryRepository(DraftMerging):
             generation = self._bump(conn)
         self._after_commit(generation, list(rowids))
         if not soft and rowids:
-            # FTS5 keeps a deleted row's terms in old segments until they merge: merge now,
-            # then copy the WAL into the (securely overwritten) file and truncate it.
-            with self.transaction() as conn:
-                conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
-            self.connect().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._erase_leftovers()
         return len(rowids)
+
+    def _erase_leftovers(self) -> None:
+        """After a hard delete: FTS5 keeps a deleted row's terms in old segments until they
+        merge, so merge now, then copy the WAL into the (securely overwritten) file and
+        truncate it."""
+        self.connect()
+        with self.db.transaction() as conn:
+            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+        self.connect().execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # --- reading -------------------------------------------------------------------------
 
     def get(self, memory_id: str) -> Memory | None:
+        self.refresh()
         row = (
             self.connect()
             .execute(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,))
@@ -247,6 +278,7 @@ class MemoryRepository(DraftMerging):
         include_deleted: bool = False,
     ) -> list[Memory]:
         """Memories newest first, optionally within scopes, a tier, kinds or a key prefix."""
+        self.refresh()
         where, args = scope_filter(scopes, kinds)
         if tier is not None:
             where.append("tier = ?")
@@ -311,6 +343,7 @@ class MemoryRepository(DraftMerging):
         return [(memory_id, json.loads(paths)) for memory_id, paths in rows]
 
     def count(self) -> int:
+        self.refresh()
         return int(
             self.connect()
             .execute("SELECT count(*) FROM memories WHERE deleted_at IS NULL")

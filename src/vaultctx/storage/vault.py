@@ -28,6 +28,7 @@ from .watch import WATCH_ERROR_KEY, VaultWatcher
 if TYPE_CHECKING:
     import networkx as nx
 
+    from .postgres.memory_book import MemoryBook
     from .postgres.sync import IndexerSeat
     from .postgres.team import Team
 
@@ -158,6 +159,15 @@ class Vault:
         from .postgres.team import Team
 
         return Team(self.reads.query)  # type: ignore[attr-defined]
+
+    def memory_book(self, name: str, scope: str) -> MemoryBook | None:
+        """The database's memory book `name` (made, with `scope` as its workspace scope, if
+        new), which every server of the team shares; None on the SQLite index."""
+        if self.config.database_url is None:
+            return None
+        from .postgres.memory_book import MemoryBook
+
+        return MemoryBook(self.reads, name, scope)  # type: ignore[arg-type]
 
     def restore_from_database(self) -> int:
         """Replace the SQLite index with the database's (`database_url`), vectors included:

@@ -9,6 +9,7 @@ prefixes is one SQL statement; one with quoted phrases matches their positions h
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from collections.abc import Collection, Iterator, Sequence
@@ -113,6 +114,17 @@ class PostgresReads:
         except self._operational as exc:  # down or unreachable: say so, not a 500
             message = f"the index's database cannot be reached: {one_line(exc)}"
             raise IndexUnavailable(message) from exc
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """This thread's connection inside one transaction, committed when the block ends
+        without an error; a database that fails is `IndexUnavailable` here too."""
+        conn = self.connect()
+        try:
+            with conn.transaction():
+                yield conn
+        except self._operational as exc:
+            raise IndexUnavailable(f"the index's database failed: {one_line(exc)}") from exc
 
     def _run(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> list[tuple]:
         cursor = self.connect().execute(sql, params)

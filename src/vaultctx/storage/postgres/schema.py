@@ -145,7 +145,46 @@ def _m003_faster_publish() -> str:
     """
 
 
-MIGRATIONS: list[Callable[[], str]] = [_m001_index, _m002_team, _m003_faster_publish]
+def _m004_memory_books() -> str:
+    return """
+        -- Memories, shared by every server: each memory file (the vault's, or one person's
+        -- account) is a book. A row is one memory as the memory layer keeps it (its columns
+        -- as JSON: that layer owns them and their migrations), with its vector as float32
+        -- bytes; a hard-deleted memory leaves its id alone, so every copy forgets it too.
+        -- A book's version moves on with every write; a row carries the version that
+        -- wrote it, so a server reads only what changed since it last looked.
+        CREATE TABLE memory_books (
+            name text PRIMARY KEY,
+            book_id text NOT NULL,             -- a new one when the book is made anew
+            scope text NOT NULL,               -- the workspace tier's scope, the same on all hosts
+            version bigint NOT NULL DEFAULT 0
+        );
+        CREATE TABLE memory_rows (
+            book text NOT NULL REFERENCES memory_books (name) ON DELETE CASCADE,
+            id text NOT NULL,
+            version bigint NOT NULL,
+            row jsonb NOT NULL,
+            model text,
+            vector bytea,
+            PRIMARY KEY (book, id)
+        );
+        CREATE INDEX memory_rows_version ON memory_rows (book, version);
+        CREATE TABLE memory_forgotten (
+            book text NOT NULL REFERENCES memory_books (name) ON DELETE CASCADE,
+            id text NOT NULL,
+            version bigint NOT NULL,
+            PRIMARY KEY (book, id)
+        );
+        CREATE INDEX memory_forgotten_version ON memory_forgotten (book, version);
+    """
+
+
+MIGRATIONS: list[Callable[[], str]] = [
+    _m001_index,
+    _m002_team,
+    _m003_faster_publish,
+    _m004_memory_books,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 # Every vaultctx migrating one database takes this lock first: one migrates, the others wait.
 _MIGRATION_LOCK = 0x7661756C  # "vaul"

@@ -1,0 +1,203 @@
+"""A memory file kept in step with its book in a team's database (`database_url`).
+
+The file stays the copy this server searches — FTS5, the vector mirror and every statement
+of the memory layer are unchanged — and the database holds the book every server shares
+(`storage.postgres.memory_book`). Each write takes the book's lock, first applies what other
+servers wrote since this copy last looked, then runs, and sends the rows it changed (caught
+by triggers on this connection) as the book's next version, committed in the database before
+the file. A read first catches up when the book moved on. A memory forgotten anywhere is
+erased from every copy, its words merged out of FTS5 like a local hard delete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from ..storage.db import IndexDatabase, map_sqlite_error
+from .models import Tier
+
+if TYPE_CHECKING:
+    from ..storage.postgres.memory_book import BookChanges, BookWrite, MemoryBook
+
+# Which memories this connection's statements changed: what a write sends to the book.
+_CAPTURE = """
+    CREATE TEMP TABLE IF NOT EXISTS vx_changed (id TEXT PRIMARY KEY) WITHOUT ROWID;
+    CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_insert AFTER INSERT ON main.memories
+    BEGIN INSERT OR IGNORE INTO vx_changed VALUES (new.id); END;
+    CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_update AFTER UPDATE ON main.memories
+    BEGIN INSERT OR IGNORE INTO vx_changed VALUES (new.id); END;
+    CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_delete AFTER DELETE ON main.memories
+    BEGIN INSERT OR IGNORE INTO vx_changed VALUES (old.id); END;
+    CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_vector AFTER INSERT ON main.memory_vectors
+    BEGIN INSERT OR IGNORE INTO vx_changed
+        SELECT id FROM main.memories WHERE rowid = new.memory_rowid; END;
+    CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_vector_update
+    AFTER UPDATE ON main.memory_vectors
+    BEGIN INSERT OR IGNORE INTO vx_changed
+        SELECT id FROM main.memories WHERE rowid = new.memory_rowid; END;
+"""
+
+
+class BookSharing:
+    """The sharing half of `MemoryRepository`: its transactions and reads with a book."""
+
+    db: IndexDatabase
+    book: MemoryBook | None
+    local_scope: str | None  # this host's workspace scope, when it differs from the book's
+    connect: Callable[[], sqlite3.Connection]
+    _bump: Callable[[sqlite3.Connection], int]
+    _erase_leftovers: Callable[[], None]
+
+    def refresh(self) -> None:
+        """Catch up with the book when another server wrote to it (one indexed read when
+        nothing changed); a no-op without a book."""
+        if self.book is None:
+            return
+        book_id, version = self.book.head()
+        known_id, known_version = _known(self.connect())
+        if known_id != book_id or known_version < version:
+            with self._shared_transaction():
+                pass
+
+    @contextlib.contextmanager
+    def _shared_transaction(self) -> Iterator[sqlite3.Connection]:
+        assert self.book is not None
+        conn = self.connect()
+        conn.executescript(_CAPTURE)  # this connection's, once (IF NOT EXISTS after that)
+        forgotten = 0
+        try:
+            with self.book.writing() as write:
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    raise map_sqlite_error(exc, self.db.path) from exc
+                forgotten = self._catch_up(conn, write)
+                yield conn
+                self._send(conn, write)
+            # the database committed: the file now, or (if that fails) catch up next time
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        if forgotten:
+            self._erase_leftovers()
+
+    def _catch_up(self, conn: sqlite3.Connection, write: BookWrite) -> int:
+        """Apply what the book holds that this copy lacks; memories forgotten."""
+        assert self.book is not None
+        known_id, known_version = _known(conn)
+        changes = write.changes(known_version if known_id else 0)
+        first = known_id != changes.book_id
+        if first:  # this copy meets the book: take the book's, then send all of its own
+            changes = write.changes(0) if known_id else changes
+        forgotten = self._apply(conn, changes)
+        conn.execute("DELETE FROM temp.vx_changed")
+        if first:  # this host's workspace memories join the book's workspace scope
+            _rescope(conn, self.local_scope, self.book.scope)
+            conn.execute("INSERT OR IGNORE INTO temp.vx_changed SELECT id FROM memories")
+            IndexDatabase.set_meta(conn, "book_scope", self.book.scope)
+        IndexDatabase.set_meta(conn, "book_id", changes.book_id)
+        IndexDatabase.set_meta(conn, "book_version", str(changes.version))
+        return forgotten
+
+    def _apply(self, conn: sqlite3.Connection, changes: BookChanges) -> int:
+        columns = _columns(conn)
+        names = ", ".join(columns)
+        marks = ", ".join("?" * len(columns))
+        updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "id")
+        for memory_id, row, model, vector in changes.rows:
+            if row.get("mkey") is not None:  # the book's memory of this key wins over ours
+                conn.execute(
+                    "DELETE FROM memories WHERE tier = ? AND scope = ? AND mkey = ? AND id != ?",
+                    (row["tier"], row["scope"], row["mkey"], memory_id),
+                )
+            rowid = conn.execute(
+                f"INSERT INTO memories ({names}) VALUES ({marks})"
+                f" ON CONFLICT (id) DO UPDATE SET {updates} RETURNING rowid",
+                [row.get(c) for c in columns],
+            ).fetchone()[0]
+            if vector is None:
+                conn.execute("DELETE FROM memory_vectors WHERE memory_rowid = ?", (rowid,))
+            else:
+                conn.execute(
+                    "INSERT INTO memory_vectors (memory_rowid, model, vector) VALUES (?, ?, ?)"
+                    " ON CONFLICT (memory_rowid) DO UPDATE SET model = excluded.model,"
+                    " vector = excluded.vector",
+                    (rowid, model, vector),
+                )
+        forgotten = 0
+        for memory_id in changes.forgotten:
+            forgotten += conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,)).rowcount
+        if changes.rows or forgotten:
+            self._bump(conn)  # the mirror reloads
+        return forgotten
+
+    def leave_book(self) -> None:
+        """A copy opened without its book (the team's database left behind) is this host's
+        file again: its workspace memories take this host's scope back."""
+        conn = self.connect()
+        meta = dict(conn.execute("SELECT key, value FROM meta WHERE key = 'book_scope'"))
+        if "book_scope" not in meta or self.local_scope is None:
+            return
+        with self.db.transaction() as conn:
+            _rescope(conn, meta["book_scope"], self.local_scope)
+            conn.execute("DELETE FROM meta WHERE key IN ('book_id', 'book_version', 'book_scope')")
+            self._bump(conn)
+
+    def _send(self, conn: sqlite3.Connection, write: BookWrite) -> None:
+        """The memories this transaction changed, as the book's next version."""
+        if conn.execute("SELECT 1 FROM temp.vx_changed LIMIT 1").fetchone() is None:
+            return
+        columns = _columns(conn)
+        selected = ", ".join(f"m.{c}" for c in columns)
+        rows = conn.execute(
+            f"SELECT {selected}, v.model, v.vector FROM temp.vx_changed c"
+            " JOIN memories m ON m.id = c.id"
+            " LEFT JOIN memory_vectors v ON v.memory_rowid = m.rowid"
+        ).fetchall()
+        present = [
+            (row[columns.index("id")], dict(zip(columns, row, strict=False)), row[-2], row[-1])
+            for row in rows
+        ]
+        forgotten = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM temp.vx_changed WHERE id NOT IN (SELECT id FROM memories)"
+            )
+        ]
+        version = write.save(present, forgotten)
+        conn.execute("DELETE FROM temp.vx_changed")
+        IndexDatabase.set_meta(conn, "book_version", str(version))
+
+
+def _rescope(conn: sqlite3.Connection, old: str | None, new: str) -> None:
+    """Workspace memories of scope `old` move to `new` (a vault's path differs from host to
+    host); where both hold a key, `new`'s memory stays."""
+    if old is None or old == new:
+        return
+    workspace = Tier.WORKSPACE.value
+    conn.execute(
+        "DELETE FROM memories WHERE tier = ? AND scope = ? AND mkey IN"
+        " (SELECT mkey FROM memories WHERE tier = ? AND scope = ?)",
+        (workspace, old, workspace, new),
+    )
+    conn.execute(
+        "UPDATE memories SET scope = ? WHERE tier = ? AND scope = ?", (new, workspace, old)
+    )
+
+
+def _known(conn: sqlite3.Connection) -> tuple[str, int]:
+    """The book this copy last caught up with, and its version then."""
+    meta = dict(
+        conn.execute("SELECT key, value FROM meta WHERE key IN ('book_id', 'book_version')")
+    )
+    return meta.get("book_id", ""), int(meta.get("book_version", 0))
+
+
+def _columns(conn: sqlite3.Connection) -> list[str]:
+    """The memory columns a book carries: all but the file's own row number."""
+    return [row[1] for row in conn.execute("PRAGMA main.table_info(memories)") if row[1] != "rowid"]

@@ -1,0 +1,129 @@
+"""Memory books: the memories every server of a team shares, in the database.
+
+Each memory file of a vault (its `memory.db`, or one person's account file) is a book here.
+A server keeps its own file as the copy it searches (FTS5 and the vector mirror stay local
+and unchanged), and `memory.sharing` keeps that copy in step: it reads what changed since its
+last look before every read and write, and writes its own changes here in the same locked
+transaction. A book's rows are the memory layer's rows as JSON, so that layer alone owns
+their columns and migrations; this module only stores, versions and locks them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .reads import PostgresReads
+
+# pg_advisory_xact_lock(class, key): the class of memory books' write locks.
+_BOOK_LOCK = 0x766D656D  # "vmem"
+
+BookRow = tuple[str, dict[str, Any], str | None, bytes | None]
+"""One memory: its id, its columns, and its vector's model and float32 bytes (or None)."""
+
+
+@dataclass(frozen=True)
+class BookChanges:
+    """What a book holds newer than some version: rows written, ids forgotten."""
+
+    book_id: str
+    version: int
+    rows: list[BookRow]
+    forgotten: list[str]
+
+
+class BookWrite:
+    """A book inside its write lock: what changed since a version, and the writing of rows."""
+
+    def __init__(self, conn: Any, name: str) -> None:
+        self._conn = conn
+        self._name = name
+
+    def changes(self, since: int) -> BookChanges:
+        conn, name = self._conn, self._name
+        book_id, version = conn.execute(
+            "SELECT book_id, version FROM memory_books WHERE name = %s", (name,)
+        ).fetchone()
+        rows = conn.execute(
+            "SELECT id, row, model, vector FROM memory_rows WHERE book = %s AND version > %s"
+            " ORDER BY version, id",
+            (name, since),
+        ).fetchall()
+        forgotten = conn.execute(
+            "SELECT id FROM memory_forgotten WHERE book = %s AND version > %s", (name, since)
+        ).fetchall()
+        return BookChanges(
+            book_id,
+            int(version),
+            [(i, row, model, None if vec is None else bytes(vec)) for i, row, model, vec in rows],
+            [r[0] for r in forgotten],
+        )
+
+    def save(self, rows: Sequence[BookRow], forgotten: Sequence[str]) -> int:
+        """Write rows and forget ids as the book's next version; that version."""
+        from psycopg.types.json import Jsonb
+
+        conn, name = self._conn, self._name
+        (version,) = conn.execute(
+            "UPDATE memory_books SET version = version + 1 WHERE name = %s RETURNING version",
+            (name,),
+        ).fetchone()
+        with conn.cursor() as cur:
+            if rows:
+                cur.executemany(
+                    "INSERT INTO memory_rows (book, id, version, row, model, vector)"
+                    " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (book, id) DO UPDATE SET"
+                    " version = excluded.version, row = excluded.row, model = excluded.model,"
+                    " vector = excluded.vector",
+                    [(name, i, version, Jsonb(row), model, vec) for i, row, model, vec in rows],
+                )
+                cur.execute(
+                    "DELETE FROM memory_forgotten WHERE book = %s AND id = ANY(%s)",
+                    (name, [row[0] for row in rows]),
+                )
+            if forgotten:
+                cur.execute(
+                    "DELETE FROM memory_rows WHERE book = %s AND id = ANY(%s)",
+                    (name, list(forgotten)),
+                )
+                cur.executemany(
+                    "INSERT INTO memory_forgotten (book, id, version) VALUES (%s, %s, %s)"
+                    " ON CONFLICT (book, id) DO UPDATE SET version = excluded.version",
+                    [(name, memory_id, version) for memory_id in forgotten],
+                )
+        return int(version)
+
+
+class MemoryBook:
+    """One book of the database, made (with `scope` as its workspace scope) when first
+    opened; `scope` is then the book's, whoever opens it later and wherever their vault is."""
+
+    def __init__(self, reads: PostgresReads, name: str, scope: str) -> None:
+        self.reads = reads
+        self.name = name
+        reads.query(
+            "INSERT INTO memory_books (name, book_id, scope) VALUES (%s, %s, %s)"
+            " ON CONFLICT (name) DO NOTHING",
+            (name, uuid.uuid4().hex, scope),
+        )
+        self.scope: str = reads.query("SELECT scope FROM memory_books WHERE name = %s", (name,))[0][
+            0
+        ]
+
+    def head(self) -> tuple[str, int]:
+        """The book's id (new when it was made anew) and its current version."""
+        rows = self.reads.query(
+            "SELECT book_id, version FROM memory_books WHERE name = %s", (self.name,)
+        )
+        return (rows[0][0], int(rows[0][1])) if rows else ("", 0)
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[BookWrite]:
+        """The book's write lock, held (with one transaction) until the block ends: every
+        server writes a book in turn, each after reading what the one before wrote."""
+        with self.reads.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_BOOK_LOCK, self.name))
+            yield BookWrite(conn, self.name)

@@ -1,0 +1,286 @@
+"""Memories on a team's database: what one server remembers, every server finds; what one
+forgets, none finds again; a person's account-tier memories follow them from server to server
+and reach nobody else; and an existing memory file moves in (vectors as they are) and back.
+
+Each "host" here is a copy of the vault in a folder of its own, with an index folder of its
+own: two machines, as far as vaultctx can tell, over one PostgreSQL database.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from conftest import write_files
+from server_helpers import call
+from vaultctx import Workspace
+from vaultctx.cli import cli
+from vaultctx.memory.merging import MemoryDraft
+from vaultctx.memory.models import MemoryKind, MemorySource, Tier
+from vaultctx.memory.store import MemoryRepository
+from vaultctx.server.run import LocalServer
+from vaultctx.storage.postgres.memory_book import MemoryBook
+from vaultctx.storage.postgres.reads import PostgresReads
+
+SHARED = "ZEBRASHARED"
+FORGOTTEN = "ZEBRAFORGOTTEN"
+ALICE = "ZEBRAALICE"
+VAULT = {
+    "Orchard.md": "# Orchard\n\nThe orchard has twelve hives. See [[Apiary]].\n",
+    "Apiary.md": "# Apiary\n\nHives by the orchard, inspected weekly.\n",
+}
+
+
+@pytest.fixture
+def hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    monkeypatch.setenv("VAULTCTX_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(tmp_path / "owner-account"))
+    first = write_files(tmp_path / "host-a" / "vault", VAULT)
+    second = tmp_path / "host-b" / "notes"  # another path: the workspace scope must not differ
+    shutil.copytree(first, second)
+    return first, second
+
+
+def open_host(root: Path, url: str | None) -> Workspace:
+    settings: dict[str, object] = {"embed": False, "index_dir": str(root.parent / "index")}
+    if url is not None:
+        settings["database_url"] = url
+    return Workspace.open(root, settings)
+
+
+def texts(memories: list) -> set[str]:
+    return {m.text for m in memories}
+
+
+def test_what_one_server_remembers_every_server_finds_and_forgets(
+    hosts: tuple[Path, Path], postgres_url: str
+):
+    first, second = hosts
+    with open_host(first, postgres_url) as a, open_host(second, postgres_url) as b:
+        a.index()
+        fact = a.memory.add(f"The orchard gate code is {SHARED}", tier="workspace")
+        a.memory.add("Hive four swarmed in May", tier="channel", scope="garden")
+        gone = b.memory.add(f"The old gate code was {FORGOTTEN}", tier="workspace")
+
+        found = b.memory.search("orchard gate code")
+        assert fact.id in [m.id for m in found]
+        assert fact.scope == b.memory.vault_scope == a.memory.vault_scope == str(first)
+        assert texts(b.memory.list(tier="channel", scope="garden")) == {"Hive four swarmed in May"}
+        assert b.memory.get(fact.id) is not None
+        assert a.memory.get(gone.id) is not None  # and the other way round
+
+        assert a.memory.forget(gone.id) == 1
+        assert b.memory.get(gone.id) is None
+        assert FORGOTTEN not in json.dumps([m.text for m in b.memory.search("gate code")])
+        assert b.memory.search(FORGOTTEN.lower()) == []
+        b_file = b.memory.repo.path
+    # erased from the other host's file (FTS5 merged, WAL truncated) and from the database
+    assert FORGOTTEN.encode() not in b_file.read_bytes()
+    assert SHARED.encode() in b_file.read_bytes()
+    reads = PostgresReads(postgres_url)
+    stored = json.dumps(reads.query("SELECT row::text, id FROM memory_rows"))
+    reads.close()
+    assert SHARED in stored and FORGOTTEN not in stored
+
+
+def test_a_shared_memory_is_a_select_candidate_on_another_server(
+    hosts: tuple[Path, Path], postgres_url: str
+):
+    first, second = hosts
+    with open_host(first, postgres_url) as a, open_host(second, postgres_url) as b:
+        a.index()
+        with (
+            LocalServer(a, watch=False, warm=False) as one,
+            LocalServer(b, watch=False, warm=False) as two,
+        ):
+            status, _, added = call(
+                one, "POST", "/memory/add",
+                {"text": f"Beekeeping rule: smoke the hives before {SHARED}"},
+            )  # fmt: skip
+            assert status == 200, added
+            status, _, found = call(two, "POST", "/memory/search", {"query": "smoke the hives"})
+            assert status == 200 and added["id"] in [m["id"] for m in found["memories"]]
+            status, _, selected = call(two, "POST", "/select", {"query": "smoke the hives"})
+        assert status == 200
+        assert added["id"] in json.dumps(selected)
+
+
+def test_a_person_s_account_memories_follow_them_and_reach_nobody_else(
+    hosts: tuple[Path, Path], postgres_url: str
+):
+    first, second = hosts
+    with open_host(first, postgres_url) as a, open_host(second, postgres_url) as b:
+        a.index()
+        alice, bob = a.team.add("alice"), a.team.add("bob")
+        with (
+            LocalServer(a, watch=False, warm=False) as one,
+            LocalServer(b, watch=False, warm=False) as two,
+        ):
+            status, _, added = call(
+                one, "POST", "/memory/add",
+                {"text": f"My locker code is {ALICE}", "tier": "account"}, token=alice,
+            )  # fmt: skip
+            assert status == 200, added
+            for_alice = [
+                call(two, "POST", "/memory/search", body, token=alice)
+                for body in ({"query": "locker code"}, {"query": "locker", "tier": "account"})
+            ]
+            for_bob = [
+                call(server, "POST", path, body, token=bob)
+                for server in (one, two)
+                for path, body in (
+                    ("/memory/search", {"query": "locker code"}),
+                    ("/memory/search", {"query": "locker", "tier": "account", "scope": "alice"}),
+                    ("/select", {"query": "locker code"}),
+                    ("/context", {"query": "locker code"}),
+                )
+            ]
+            owner = call(two, "POST", "/memory/search", {"query": "locker code"})
+    assert all(status == 200 for status, _, _ in for_alice + for_bob + [owner])
+    assert all(ALICE in json.dumps(body) for _, _, body in for_alice)
+    assert ALICE not in json.dumps([body for _, _, body in for_bob])
+    assert ALICE not in json.dumps(owner[2])  # the owner's account is not alice's either
+
+
+def test_memories_move_in_with_their_vectors_and_back(hosts: tuple[Path, Path], postgres_url: str):
+    first, second = hosts
+    runner = CliRunner()
+    with open_host(first, None) as alone:  # a vault with memory, before any database
+        alone.index()
+        before = alone.memory.add("Queen marked blue in 2025", tier="workspace")
+        alone.memory.add("The honey shed key hangs by the door", tier="channel", scope="shed")
+    for key, value in (("index_dir", str(first.parent / "index")), ("database_url", postgres_url)):
+        assert runner.invoke(cli, ["config", key, value, "--vault", str(first)]).exit_code == 0
+    moved = runner.invoke(cli, ["index", str(first), "--no-embed", "--json"])
+    assert moved.exit_code == 0, moved.output
+    assert json.loads(moved.output)["published"]["memories"] == 2
+
+    with open_host(second, None) as other:  # another host had memories of its own
+        own = other.memory.add("Frames are stored in the barn loft", tier="workspace")
+    with open_host(second, postgres_url) as b:  # it joins, and takes the database's index
+        restored = b.restore_from_database()
+        assert restored == 2
+        b.index()
+        assert {before.id, own.id} <= {m.id for m in b.memory.list()}
+    with open_host(first, postgres_url) as a:  # its workspace memories are the team's now
+        joined = a.memory.get(own.id)
+        assert joined is not None and joined.scope == a.memory.vault_scope == str(first)
+        assert own.id in [m.id for m in a.memory.search("barn loft frames")]
+    with open_host(second, None) as back:  # and back: the file holds it all, no database
+        assert texts(back.memory.list()) == {
+            "Queen marked blue in 2025",
+            "The honey shed key hangs by the door",
+            "Frames are stored in the barn loft",
+        }
+        found = back.memory.search("barn loft frames queen marked")  # this host's scope again
+        assert {before.id, own.id} <= {m.id for m in found}
+
+
+def test_vectors_travel_as_they_are(tmp_path: Path, postgres_url: str):
+    reads = PostgresReads(postgres_url)
+    try:
+        here = MemoryRepository(tmp_path / "a.db", model_id="m")
+        vector = np.random.default_rng(7).normal(size=384).astype(np.float32)
+        vector /= np.linalg.norm(vector)
+        saved = here.save([(draft("Hives face south-east"), vector)])[0].memory
+        here.book = MemoryBook(reads, "vault", "/vault")  # the file meets the database
+        here.local_scope = "/vault"
+        here.refresh()
+        there = MemoryRepository(
+            tmp_path / "b.db", model_id="m", book=MemoryBook(reads, "vault", "/x")
+        )
+        near = there.sync_mirror().nearest(
+            vector, [(Tier.WORKSPACE, "/vault")], list(MemoryKind), 1
+        )
+        assert [rowid for rowid, _ in near] and there.by_rowids([near[0][0]])[
+            near[0][0]
+        ].id == saved.id
+        assert near[0][1] == pytest.approx(1.0, abs=1e-6)
+        blob = there.connect().execute("SELECT vector FROM memory_vectors").fetchone()[0]
+        assert blob == vector.tobytes()
+        here.close()
+        there.close()
+    finally:
+        reads.close()
+
+
+def test_concurrent_writers_of_one_key_leave_one_memory_in_every_copy(
+    tmp_path: Path, postgres_url: str
+):
+    reads = PostgresReads(postgres_url)
+    copies = [
+        MemoryRepository(tmp_path / f"{n}.db", book=MemoryBook(reads, "vault", "/vault"))
+        for n in range(2)
+    ]
+    errors: list[Exception] = []
+
+    def write(repo: MemoryRepository, n: int) -> None:
+        try:
+            for i in range(15):
+                repo.save([(draft(f"the smoker fuel is batch {n}-{i}", key="smoker-fuel"), None)])
+                repo.save([(draft(f"note {n}-{i} about hive {i}"), None)])
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(repo, n)) for n, repo in enumerate(copies)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    seen = []
+    for repo in copies:
+        memories = repo.list()
+        seen.append(sorted((m.id, m.text) for m in memories))
+        assert len([m for m in memories if m.key == "smoker-fuel"]) == 1
+        assert len(memories) == 31
+    assert seen[0] == seen[1]
+    for repo in copies:
+        repo.close()
+    reads.close()
+
+
+def test_a_write_the_database_refuses_leaves_the_file_as_it_was(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+):
+    from vaultctx.storage.postgres import memory_book
+
+    reads = PostgresReads(postgres_url)
+    repo = MemoryRepository(tmp_path / "a.db", book=MemoryBook(reads, "vault", "/vault"))
+    repo.save([(draft("first"), None)])
+
+    def refuse(self, rows, forgotten):  # the database fails mid-write
+        raise RuntimeError("connection lost")
+
+    monkeypatch.setattr(memory_book.BookWrite, "save", refuse)
+    with pytest.raises(RuntimeError):
+        repo.save([(draft("second"), None)])
+    monkeypatch.undo()
+    assert texts(repo.list()) == {"first"}
+    repo.save([(draft("third"), None)])
+    other = MemoryRepository(tmp_path / "b.db", book=MemoryBook(reads, "vault", "/vault"))
+    assert texts(other.list()) == texts(repo.list()) == {"first", "third"}
+    repo.close()
+    other.close()
+    reads.close()
+
+
+def draft(text: str, *, key: str | None = None) -> MemoryDraft:
+    return MemoryDraft(
+        tier=Tier.WORKSPACE,
+        scope="/vault",
+        kind=MemoryKind.SEMANTIC,
+        text=text,
+        summary=text,
+        themes=(),
+        importance=0.5,
+        created_at=1_700_000_000.0,
+        source=MemorySource(),
+        key=key,
+    )
