@@ -80,8 +80,21 @@ class Workspace(Vault):
     """A vault, its index and everything that answers over it. Open with
     `Workspace.open(path)`; use as a context manager or call `close()`."""
 
-    def __init__(self, root: Path, config: Config, db: IndexDatabase, embedder: Embedder) -> None:
-        super().__init__(root, config, db, embedder)
+    def __init__(
+        self,
+        root: Path,
+        config: Config,
+        db: IndexDatabase,
+        embedder: Embedder,
+        *,
+        team_server: Workspace | None = None,
+    ) -> None:
+        """`team_server`: the workspace a person's is made from (`for_person`), whose
+        database connections, vectors and link graph it shares."""
+        super().__init__(
+            root, config, db, embedder, reads=None if team_server is None else team_server.reads
+        )
+        self._team_server = team_server
         self.policy = VaultPolicy(root, db.path.parent)  # what may leave the index, read anew
         self._selector_lock = threading.Lock()  # never waits for a running index()
         self._selector: Selector | None = None
@@ -107,7 +120,9 @@ class Workspace(Vault):
             from .permissions import PersonPolicy
             from .storage.db import IndexDatabase
 
-            made = Workspace(self.root, self.config, IndexDatabase(self.db.path), self.embedder)
+            made = Workspace(
+                self.root, self.config, IndexDatabase(self.db.path), self.embedder, team_server=self
+            )
             made.person = person
             made.policy = PersonPolicy(self.root, self.db.path.parent, person.deny)
             self._people[person.name] = made
@@ -137,9 +152,10 @@ class Workspace(Vault):
             from .pipeline import Selector  # numpy and the vector matrix: first select only
 
             created = False
+            shares = None if self._team_server is None else self._team_server.selector
             with self._selector_lock:
                 if self._selector is None:
-                    self._selector = Selector(self, self.policy)
+                    self._selector = Selector(self, self.policy, shares=shares)
                     created = True
             if created and (
                 self._memory is not None
@@ -454,12 +470,12 @@ class Workspace(Vault):
         self._watchers.clear()
         if self._warm_thread is not None:
             self._warm_thread.join(_WARM_JOIN_S)  # it reads the index being closed
+        for made in self._people.values():  # before the selector whose state they share
+            made.close()
+        self._people.clear()
         if self._memory is not None:
             self._memory.close()
             self._memory = None
         if self._selector is not None:
             self._selector.close()
-        for made in self._people.values():
-            made.close()
-        self._people.clear()
         super().close()

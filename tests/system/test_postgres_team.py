@@ -173,3 +173,35 @@ def test_a_team_server_whose_database_is_gone_answers_503_in_json(
     for status, _, body in answers:
         assert status == 503, body
         assert body["error"] == "IndexUnavailable" and "database" in body["message"]
+
+
+def test_a_team_server_keeps_one_copy_of_the_index_for_all_its_people(
+    team_vault: Path, postgres_url: str
+):
+    import psycopg
+
+    def connections() -> int:
+        with psycopg.connect(postgres_url) as conn:
+            return conn.execute(
+                "SELECT count(*) - 1 FROM pg_stat_activity WHERE datname = current_database()"
+            ).fetchone()[0]
+
+    with open_server_side(team_vault, postgres_url) as ws:
+        tokens = [ws.team.add(f"person{n}", ["Finance/**"] if n % 2 else []) for n in range(8)]
+        with LocalServer(ws, watch=False, warm=False) as server:
+            assert call(server, "POST", "/select", {"query": "orchard"})[0] == 200
+            call(server, "POST", "/select", {"query": "orchard"}, token=tokens[0])
+            alone = connections()
+            answers = [
+                call(server, "POST", "/select", {"query": "orchard budget"}, token=token)
+                for token in tokens
+            ]
+            together = connections()
+        people = [ws.for_person(ws.team.authenticate(token)) for token in tokens]
+        assert all(p.reads is ws.reads for p in people)
+        assert all(p.selector.vectors is ws.selector.vectors for p in people)
+        assert all(p.selector.graph is ws.selector.graph for p in people)
+    assert all(status == 200 for status, _, _ in answers)
+    hidden = [BUDGET in json.dumps(body) for _, _, body in answers]
+    assert hidden == [True, False] * 4  # one copy, each person's own policy still
+    assert together <= alone + 1  # eight people, not eight sets of connections

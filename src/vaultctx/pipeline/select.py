@@ -79,11 +79,18 @@ class Selector:
     vector, graph, the context, memories drawn from them) before anything is ranked, as if
     they were not in the vault."""
 
-    def __init__(self, vault: Vault, policy: VaultPolicy | None = None) -> None:
+    def __init__(
+        self, vault: Vault, policy: VaultPolicy | None = None, *, shares: Selector | None = None
+    ) -> None:
+        """`shares`: a selector of the same index (a team server's) whose vectors, link graph
+        and threads this one uses too: they know no policy, and one copy serves everyone."""
         self.ws = vault
         self.policy = policy
-        self.vectors = VectorStore(vault.config.vector_precision)
-        self.graph = LinkGraphStore()
+        self._shares = shares
+        self.vectors = (
+            VectorStore(vault.config.vector_precision) if shares is None else shares.vectors
+        )
+        self.graph = LinkGraphStore() if shares is None else shares.graph
         self.retrievers: dict[str, Retriever] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
@@ -101,6 +108,8 @@ class Selector:
         self.retrievers[retriever.name] = retriever
 
     def _executor(self) -> ThreadPoolExecutor:
+        if self._shares is not None:
+            return self._shares._executor()
         with self._pool_lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="vaultctx-select")
@@ -114,7 +123,8 @@ class Selector:
             if self._pool is not None:
                 self._pool.shutdown(wait=True, cancel_futures=True)
                 self._pool = None
-        self.vectors.close()
+        if self._shares is None:
+            self.vectors.close()
 
     def _df_cache(self, generation: str | None) -> dict[str, int]:
         """Document frequencies of query terms, valid for one index generation."""

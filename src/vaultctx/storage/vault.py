@@ -62,13 +62,23 @@ class Vault:
     """A vault on disk and its index. Open with `Vault.open(path)`; use as a context
     manager or call `close()`."""
 
-    def __init__(self, root: Path, config: Config, db: IndexDatabase, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        root: Path,
+        config: Config,
+        db: IndexDatabase,
+        embedder: Embedder,
+        *,
+        reads: IndexReads | None = None,
+    ) -> None:
+        """`reads`: another vault object's, shared (and left open by `close`)."""
         self.root = root
         self.config = config
         self.db = db
         # What select, related and refine read from the index (the writes go through `db`):
         # the SQLite index, or the PostgreSQL database it is published to.
-        self.reads: IndexReads = (
+        self._owns_reads = reads is None
+        self.reads: IndexReads = reads or (
             SqliteReads(db) if config.database_url is None else _postgres_reads(config.database_url)
         )
         self.embedder = embedder
@@ -279,7 +289,8 @@ class Vault:
         self._watchers.clear()
         if self._seat is not None:
             self._seat.release()
-        self.reads.close()
+        if self._owns_reads:
+            self.reads.close()
         self.db.close()
 
     def __enter__(self) -> Self:
