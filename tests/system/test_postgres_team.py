@@ -175,6 +175,30 @@ def test_a_team_server_whose_database_is_gone_answers_503_in_json(
         assert body["error"] == "IndexUnavailable" and "database" in body["message"]
 
 
+def test_a_database_a_newer_vaultctx_upgraded_is_503_upgrade_vaultctx(
+    team_vault: Path, postgres_url: str
+):
+    import psycopg
+
+    with open_server_side(team_vault, postgres_url) as ws:
+        erin = ws.team.add("erin")
+        with LocalServer(ws, watch=False, warm=False) as server:
+            assert call(server, "POST", "/select", {"query": "orchard"}, token=erin)[0] == 200
+            with psycopg.connect(postgres_url, autocommit=True) as admin:
+                admin.execute("UPDATE vx_schema SET version = version + 1")
+                admin.execute(  # the server's connections drop, as in a restart for the upgrade
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid != pg_backend_pid()"
+                )
+            answers = [
+                call(server, "POST", "/select", {"query": "orchard"}, token=erin),
+                call(server, "POST", "/select", {"query": "orchard hives"}),
+            ]
+    for status, _, body in answers:
+        assert status == 503, body
+        assert body["error"] == "IndexCorrupt" and "upgrade vaultctx" in body["message"]
+
+
 def test_a_team_server_keeps_one_copy_of_the_index_for_all_its_people(
     team_vault: Path, postgres_url: str
 ):

@@ -35,6 +35,7 @@ from .._version import __version__
 from ..errors import (
     ConfigError,
     EmbeddingUnavailable,
+    IndexCorrupt,
     IndexLocked,
     IndexUnavailable,
     InvalidQuery,
@@ -79,6 +80,7 @@ _STATUS: dict[type[VaultctxError], int] = {
     NotIndexed: 409,
     IndexLocked: 409,
     IndexUnavailable: 503,
+    IndexCorrupt: 503,  # the server cannot answer until its index is mended or it upgrades
     EmbeddingUnavailable: 503,
 }
 
@@ -124,13 +126,13 @@ class BearerAuth:
         header = dict(scope["headers"]).get(b"authorization")
         owner = authorized(header, self.token)
         who: str | None = None
-        unavailable: str | None = None
+        unavailable: VaultctxError | None = None
         if not owner and self.team is not None and header is not None:
             token = header.decode("latin-1").removeprefix("Bearer ")
             try:
                 person = await run_in_threadpool(self.team.authenticate, token)
-            except IndexUnavailable as exc:  # the team's database is down: say so, in JSON
-                person, unavailable = None, str(exc)
+            except (IndexUnavailable, IndexCorrupt) as exc:  # the database is down or newer
+                person, unavailable = None, exc
             if person is not None:
                 scope.setdefault("state", {})["person"] = person
                 who = person.name
@@ -143,7 +145,8 @@ class BearerAuth:
 
         try:
             if unavailable is not None:
-                await _error(503, "IndexUnavailable", unavailable)(scope, receive, sent)
+                error = _error(503, type(unavailable).__name__, str(unavailable))
+                await error(scope, receive, sent)
             elif not owner and who is None:
                 response = _error(401, "Unauthorized", "missing or wrong bearer token")
                 response.headers["WWW-Authenticate"] = "Bearer"
