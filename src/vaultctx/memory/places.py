@@ -32,11 +32,14 @@ class MemoryPlaces:
         vault_scope: str,
         user: str,
         account_book: MemoryBook | None = None,
+        private_tiers: frozenset[Tier] = frozenset({Tier.ACCOUNT}),
     ) -> None:
-        """`account_book`: the account's book in a team's database, `account_path` its copy."""
+        """`account_book`: the account's book in a team's database, `account_path` its copy.
+        `private_tiers`: the tiers kept in the account's database, not the vault's."""
         self.repo = repo
         self.vault_scope = vault_scope
         self.user = user
+        self.private_tiers = private_tiers
         self._account_path = account_path
         self._account_book = account_book
         self._account: MemoryRepository | None = None
@@ -57,8 +60,12 @@ class MemoryPlaces:
                     )
         return self._account
 
+    def is_private(self, tier: Tier) -> bool:
+        """Whether `tier` lives in the account's database."""
+        return tier in self.private_tiers
+
     def repo_for(self, tier: Tier, *, create: bool = True) -> MemoryRepository | None:
-        return self.account(create=create) if tier is Tier.ACCOUNT else self.repo
+        return self.account(create=create) if self.is_private(tier) else self.repo
 
     def repos(self) -> list[MemoryRepository]:
         """The databases that exist: the vault's, and the account's if it was ever written."""
@@ -107,8 +114,8 @@ class MemoryPlaces:
 
     def targets(self, scopes: Sequence[Scope]) -> list[Target]:
         """The scopes grouped by the database that holds them."""
-        local = [s for s in scopes if s[0] is not Tier.ACCOUNT]
-        account = [s for s in scopes if s[0] is Tier.ACCOUNT]
+        local = [s for s in scopes if not self.is_private(s[0])]
+        account = [s for s in scopes if self.is_private(s[0])]
         targets = [(self.repo, local)] if local else []
         account_repo = self.account(create=False) if account else None
         if account_repo is not None:

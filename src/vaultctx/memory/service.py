@@ -416,7 +416,7 @@ class AgentMemoryFacade:
                 out += repo.list(None, kinds=kinds, limit=limit)
                 continue
             t = Tier(tier)
-            if (t is Tier.ACCOUNT) != (repo is not self.repo):
+            if self.places.is_private(t) != (repo is not self.repo):
                 continue
             scopes = [(t, self.scope_for(t, scope))] if scope or t in (
                 Tier.WORKSPACE, Tier.ACCOUNT) else None  # fmt: skip

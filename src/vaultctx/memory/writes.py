@@ -18,7 +18,7 @@ import numpy as np
 from .background import BackgroundWriter
 from .derive import Pending, TurnDeriver, TurnJob
 from .merging import MemoryDraft
-from .models import Memory, Tier
+from .models import Memory
 from .places import MemoryPlaces
 
 if TYPE_CHECKING:
@@ -91,7 +91,9 @@ class MemoryWrites:
     def _write(self, drafts: Drafts) -> list[Memory]:
         written: dict[int, Memory] = {}
         for account in (False, True):
-            group = [(i, d) for i, d in enumerate(drafts) if (d[0].tier is Tier.ACCOUNT) == account]
+            group = [
+                (i, d) for i, d in enumerate(drafts) if self.places.is_private(d[0].tier) == account
+            ]
             if group:
                 repo = self.places.account(create=True) if account else self.places.repo
                 results = repo.save([d for _, d in group])  # type: ignore[union-attr]
