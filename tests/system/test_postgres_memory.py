@@ -148,6 +148,40 @@ def test_a_person_s_account_memories_follow_them_and_reach_nobody_else(
     assert ALICE not in json.dumps(owner[2])  # the owner's account is not alice's either
 
 
+def test_each_person_s_conversations_are_their_own_on_every_server(
+    hosts: tuple[Path, Path], postgres_url: str
+):
+    first, second = hosts
+    said = {"owner": "ZEBRAOWNERCHAT", "alice": "ZEBRAALICECHAT", "bob": "ZEBRABOBCHAT"}
+    with open_host(first, postgres_url) as a, open_host(second, postgres_url) as b:
+        a.index()
+        tokens = {"owner": "", "alice": a.team.add("alice"), "bob": a.team.add("bob")}
+        with (
+            LocalServer(a, watch=False, warm=False) as one,
+            LocalServer(b, watch=False, warm=False) as two,
+        ):
+            for n, (who, token) in enumerate(tokens.items()):  # one session id, three people
+                body = {"text": f"the smoker ran out, {said[who]}", "speaker": f"Speaker{n}",
+                        "session": "s1", "turn": f"t{n}", "tier": "conversation",
+                        "scope": "s1"}  # fmt: skip
+                assert call(one, "POST", "/memory/add", body, token=token)[0] == 200
+            found = {
+                who: [
+                    call(two, "POST", "/memory/search", body, token=token)
+                    for body in (
+                        {"query": "smoker ran out", "tier": "conversation", "scope": "s1"},
+                        {"query": "smoker ran out", "tier": "conversation"},
+                    )
+                ]
+                for who, token in tokens.items()
+            }
+    for who, answers in found.items():
+        assert all(status == 200 for status, _, _ in answers)
+        seen = json.dumps([body for _, _, body in answers])
+        assert said[who] in seen
+        assert not any(marker in seen for other, marker in said.items() if other != who)
+
+
 def test_memories_move_in_with_their_vectors_and_back(hosts: tuple[Path, Path], postgres_url: str):
     first, second = hosts
     runner = CliRunner()

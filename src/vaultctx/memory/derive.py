@@ -107,7 +107,10 @@ class TurnDeriver:
     def _said_before(self, where: Scope, turn: ex.Turn) -> list[tuple[str, str]]:
         """(turn id, text) of the one-speaker turns said last before `turn` in its session,
         oldest first."""
-        previous = self.places.repo.latest_turns(
+        repo = self.places.repo_for(where[0], create=False)
+        if repo is None:
+            return []
+        previous = repo.latest_turns(
             where, turn.session_id, turn.at, turn.turn_id, limit=ex.EXCHANGE_CONTEXT
         )
         return [(m.source.turns[0], m.text) for m in reversed(previous) if len(m.source.turns) == 1]

@@ -84,11 +84,13 @@ class AgentMemoryFacade:
         policy: VaultPolicy | None = None,
         book: MemoryBook | None = None,
         account_book: MemoryBook | None = None,
+        private_tiers: frozenset[Tier] = frozenset({Tier.ACCOUNT}),
     ) -> None:
         """`policy` hides from every search the memories drawn from notes it does not let a
         client read. On a team's database, `book` and `account_book` are the books the
         vault's file and the account's are copies of; the workspace scope is then the
-        book's (`vault_scope` is this host's, which it replaces)."""
+        book's (`vault_scope` is this host's, which it replaces). `private_tiers` live in
+        the account's database (a team member's conversations too)."""
         model_id = embedder.model_id if embedder is not None else None
         self.places = MemoryPlaces(
             MemoryRepository(Path(path), model_id=model_id, book=book, local_scope=vault_scope),
@@ -96,6 +98,7 @@ class AgentMemoryFacade:
             vault_scope=vault_scope if book is None else book.scope,
             user=user or _user(),
             account_book=account_book,
+            private_tiers=private_tiers,
         )
         self.embedder = embedder
         self._embed_query = embed_query or (embedder.encode_query if embedder else None)
@@ -123,11 +126,11 @@ class AgentMemoryFacade:
         person: Person | None = None,
     ) -> AgentMemoryFacade:
         """Memory beside the vault's index (`memory.db`), the account's under the user data
-        dir — or, for one `person` of a team, in their own folder beside the index (nobody
-        else's context ever holds their account-tier memories). With a `database_url`, each
-        file is this server's copy of a book the team's servers share (a person's account
-        included; the owner's stays on this host). `embed_query` shares a warm
-        query-vector cache (the select's) with memory.
+        dir — or, for one `person` of a team, in their own folder beside the index, with
+        their conversations' memories (nobody else's context ever holds either). With a
+        `database_url`, each file is this server's copy of a book the team's servers share
+        (a person's included; the owner's account stays on this host). `embed_query` shares
+        a warm query-vector cache (the select's) with memory.
 
         Vectors are used when the vault's index has them (or has not been built yet), so a
         vault indexed without embeddings never loads the model for its memories either.
@@ -158,6 +161,9 @@ class AgentMemoryFacade:
                 vault.memory_book(f"person:{person.name}", person.name)
                 if person is not None
                 else None
+            ),
+            private_tiers=frozenset(
+                {Tier.ACCOUNT} if person is None else {Tier.ACCOUNT, Tier.CONVERSATION}
             ),
         )
 

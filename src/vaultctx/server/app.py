@@ -205,13 +205,6 @@ def _owner_only(request: Request, what: str) -> None:
         raise HTTPException(403, f"{what} is for the server's owner, not a team member")
 
 
-def _no_conversations(request: Request, tier: str | None) -> None:
-    """A team member's memories are the channel's, the vault's and their own account's:
-    conversation memories belong to the owner's agent turns."""
-    if tier == "conversation":
-        _owner_only(request, "a conversation's memory")
-
-
 async def _read(request: Request, model: type[M]) -> M:
     state = _state(request)
     return await read_body(request, model, state.max_body, state.read_timeout)
@@ -299,7 +292,6 @@ async def memory_search(request: Request) -> JSONResponse:
         body = validated(MemorySearchBody, query_params(request))
     else:
         body = await _read(request, MemorySearchBody)
-    _no_conversations(request, body.tier)
     ws = _workspace(request)
     memories = await run_in_threadpool(
         lambda: ws.memory.search(body.query, k=body.k, tier=body.tier, scope=body.scope)
@@ -309,7 +301,6 @@ async def memory_search(request: Request) -> JSONResponse:
 
 async def memory_add(request: Request) -> JSONResponse:
     body = await _read(request, MemoryAddBody)
-    _no_conversations(request, body.tier)
     ws = _workspace(request)
     memory = await run_in_threadpool(
         lambda: ws.memory.add(
