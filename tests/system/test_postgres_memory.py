@@ -318,3 +318,32 @@ def draft(text: str, *, key: str | None = None) -> MemoryDraft:
         source=MemorySource(),
         key=key,
     )
+
+
+def test_a_row_from_another_vaultctx_version_is_read_with_what_both_know(
+    tmp_path: Path, postgres_url: str
+):
+    import psycopg
+    from psycopg.types.json import Jsonb
+
+    reads = PostgresReads(postgres_url)
+    repo = MemoryRepository(tmp_path / "a.db", book=MemoryBook(reads, "vault", "/vault"))
+    written = repo.save([(draft("Hives face south-east"), None)])[0].memory
+    (row,) = reads.query("SELECT row FROM memory_rows WHERE id = %s", (written.id,))[0]
+    newer = {**row, "id": "newer", "dedupe": "x", "text": "A newer vaultctx wrote this",
+             "colour": "amber"}  # fmt: skip
+    older = {k: v for k, v in row.items() if k not in ("summary", "access_count")}
+    older |= {"id": "older", "dedupe": "y", "text": "An older vaultctx wrote this"}
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        (version,) = conn.execute(
+            "UPDATE memory_books SET version = version + 1 RETURNING version"
+        ).fetchone()
+        for memory in (newer, older):
+            conn.execute(
+                "INSERT INTO memory_rows (book, id, version, row) VALUES ('vault', %s, %s, %s)",
+                (memory["id"], version, Jsonb(memory)),
+            )
+    assert repo.get("newer").text == "A newer vaultctx wrote this"
+    assert repo.get("older").summary == "" and repo.get("older").access_count == 0
+    repo.close()
+    reads.close()

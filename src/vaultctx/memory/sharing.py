@@ -105,20 +105,21 @@ class BookSharing:
         return forgotten
 
     def _apply(self, conn: sqlite3.Connection, changes: BookChanges) -> int:
-        columns = _columns(conn)
-        names = ", ".join(columns)
-        marks = ", ".join("?" * len(columns))
-        updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "id")
+        known = _columns(conn)
         for memory_id, row, model, vector in changes.rows:
             if row.get("mkey") is not None:  # the book's memory of this key wins over ours
                 conn.execute(
                     "DELETE FROM memories WHERE tier = ? AND scope = ? AND mkey = ? AND id != ?",
                     (row["tier"], row["scope"], row["mkey"], memory_id),
                 )
+            # the columns both this file and the writer's vaultctx have; the rest default
+            columns = [c for c in known if c in row]
+            names, marks = ", ".join(columns), ", ".join("?" * len(columns))
+            updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "id")
             rowid = conn.execute(
                 f"INSERT INTO memories ({names}) VALUES ({marks})"
                 f" ON CONFLICT (id) DO UPDATE SET {updates} RETURNING rowid",
-                [row.get(c) for c in columns],
+                [row[c] for c in columns],
             ).fetchone()[0]
             if vector is None:
                 conn.execute("DELETE FROM memory_vectors WHERE memory_rowid = ?", (rowid,))
