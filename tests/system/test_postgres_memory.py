@@ -216,6 +216,18 @@ def test_memories_move_in_with_their_vectors_and_back(hosts: tuple[Path, Path], 
         assert {before.id, own.id} <= {m.id for m in found}
 
 
+def test_any_text_a_memory_holds_travels_as_it_is(tmp_path: Path, postgres_url: str):
+    reads = PostgresReads(postgres_url)
+    here = MemoryRepository(tmp_path / "a.db", book=MemoryBook(reads, "vault", "/vault"))
+    there = MemoryRepository(tmp_path / "b.db", book=MemoryBook(reads, "vault", "/vault"))
+    text = "a NUL \x00, an escaped one \\u0000, an emoji 🐝 and a tab\t"
+    saved = here.save([(draft(text), None)])[0].memory
+    assert there.get(saved.id).text == text
+    here.close()
+    there.close()
+    reads.close()
+
+
 def test_vectors_travel_as_they_are(tmp_path: Path, postgres_url: str):
     reads = PostgresReads(postgres_url)
     try:
@@ -324,7 +336,7 @@ def test_a_row_from_another_vaultctx_version_is_read_with_what_both_know(
     tmp_path: Path, postgres_url: str
 ):
     import psycopg
-    from psycopg.types.json import Jsonb
+    from psycopg.types.json import Json
 
     reads = PostgresReads(postgres_url)
     repo = MemoryRepository(tmp_path / "a.db", book=MemoryBook(reads, "vault", "/vault"))
@@ -341,7 +353,7 @@ def test_a_row_from_another_vaultctx_version_is_read_with_what_both_know(
         for memory in (newer, older):
             conn.execute(
                 "INSERT INTO memory_rows (book, id, version, row) VALUES ('vault', %s, %s, %s)",
-                (memory["id"], version, Jsonb(memory)),
+                (memory["id"], version, Json(memory)),
             )
     assert repo.get("newer").text == "A newer vaultctx wrote this"
     assert repo.get("older").summary == "" and repo.get("older").access_count == 0

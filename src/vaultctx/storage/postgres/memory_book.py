@@ -64,7 +64,7 @@ class BookWrite:
 
     def save(self, rows: Sequence[BookRow], forgotten: Sequence[str]) -> int:
         """Write rows and forget ids as the book's next version; that version."""
-        from psycopg.types.json import Jsonb
+        from psycopg.types.json import Json
 
         conn, name = self._conn, self._name
         (version,) = conn.execute(
@@ -78,7 +78,7 @@ class BookWrite:
                     " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (book, id) DO UPDATE SET"
                     " version = excluded.version, row = excluded.row, model = excluded.model,"
                     " vector = excluded.vector",
-                    [(name, i, version, Jsonb(row), model, vec) for i, row, model, vec in rows],
+                    [(name, i, version, Json(row), model, vec) for i, row, model, vec in rows],
                 )
                 cur.execute(
                     "DELETE FROM memory_forgotten WHERE book = %s AND id = ANY(%s)",

@@ -163,7 +163,7 @@ def _m004_memory_books() -> str:
             book text NOT NULL REFERENCES memory_books (name) ON DELETE CASCADE,
             id text NOT NULL,
             version bigint NOT NULL,
-            row jsonb NOT NULL,
+            row json NOT NULL,                 -- json, not jsonb: a memory may hold U+0000
             model text,
             vector bytea,
             PRIMARY KEY (book, id)
