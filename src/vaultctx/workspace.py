@@ -135,12 +135,24 @@ class Workspace(Vault):
         progress: Progress | None = None,
         paths: list[str] | None = None,
     ) -> IndexReport:
-        """`Vault.index`; with a `database_url`, memory too: the first run moves this
-        host's memories into the team's books, every run brings them up to date."""
+        """`Vault.index`; with a `database_url`, memory and sessions too: the first run
+        moves this host's memories into the team's books and its agent sessions into the
+        database, every run brings the memories up to date."""
         report = super().index(embed=embed, progress=progress, paths=paths)
         if report.published is not None:
+            from .agent import move_sessions  # the agent layer: only with a database
+
             report.published["memories"] = self.memory.share()
+            report.published["sessions"] = move_sessions(self)
         return report
+
+    def restore_from_database(self) -> int:
+        """`Vault.restore_from_database`, and the database's agent sessions as files."""
+        from .agent import move_sessions
+
+        restored = super().restore_from_database()
+        move_sessions(self, back=True)
+        return restored
 
     # --- select --------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """The agent turn: TurnPreparer → Orchestrator (Researcher, Worker, skills) under a
-PermissionGuard, every event in a replayable session file.
+PermissionGuard, every event in a replayable session log (a file, or a team's database).
 
     with Workspace.open("~/notes") as ws:
         result = ws.ask("What did I decide about the hives?")
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         cited_notes,
         list_sessions,
         load_session,
+        move_sessions,
         sessions_dir,
     )
 
@@ -38,6 +39,7 @@ _LAZY = {
     "cited_notes": ".turns",
     "list_sessions": ".turns",
     "load_session": ".turns",
+    "move_sessions": ".turns",
     "sessions_dir": ".turns",
     "TurnPreparation": ".prepare",
     "TurnPreparer": ".prepare",
@@ -90,6 +92,7 @@ __all__ = [
     "history_from_rows",
     "list_sessions",
     "load_session",
+    "move_sessions",
     "read_rows",
     "resolve_provider_model",
     "sessions_dir",

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..storage.db import IndexDatabase
     from ..storage.index_reads import IndexReads
     from ..storage.indexer import IndexReport
+    from ..storage.postgres.session_shelf import SessionShelf
 
 
 @dataclass(frozen=True)
@@ -120,3 +121,5 @@ class TurnWorkspace(Protocol):
     def index(self, *, paths: list[str] | None = None) -> IndexReport: ...
 
     def require_index(self) -> None: ...
+
+    def session_shelf(self) -> SessionShelf | None: ...

@@ -1,8 +1,10 @@
-"""Session JSONL files: append-only, flushed per row, readable after a crash.
+"""Session logs: append-only, each row durable before `append` returns.
 
 `<index dir>/sessions/<id>.jsonl` holds a `session` header row, then `message`,
 `tool_call`, `tool_result`, `completion_trace` and `compaction` rows. A process killed
-mid-write leaves at most a torn last line, which the reader skips.
+mid-write leaves at most a torn last line, which the reader skips. On a team's database
+(`database_url`) the same rows live there instead (`SharedSessionLog`), so any server
+resumes a session another started.
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SessionNotFound
 from ..storage.db import private_dir, private_file
+
+if TYPE_CHECKING:
+    from ..storage.postgres.session_shelf import SessionShelf
 
 FORMAT_VERSION = 1
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
@@ -63,15 +68,7 @@ class SessionLog:
         session_id = new_session_id()
         private_dir(directory)
         log = cls(private_file(session_path(directory, session_id)), session_id)
-        log.append(
-            {
-                "type": "session",
-                "version": FORMAT_VERSION,
-                "id": session_id,
-                "vault": vault,
-                "vaultctx_version": version,
-            }
-        )
+        log.append(_header(session_id, vault, version))
         return log
 
     @classmethod
@@ -92,14 +89,54 @@ class SessionLog:
 
     def append(self, row: dict[str, Any]) -> None:
         """Write one row and flush it: after this returns, a crash cannot lose it."""
-        stamped = {**row, "ts": _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")}
-        line = json.dumps(stamped, ensure_ascii=False, default=str) + "\n"
+        line = json.dumps(_stamped(row), ensure_ascii=False, default=str) + "\n"
         with self._lock, self.path.open("a", encoding="utf-8") as handle:
             handle.write(line)
             handle.flush()
 
     def rows(self) -> list[dict[str, Any]]:
         return read_rows(self.path)
+
+
+class SharedSessionLog:
+    """One session in a team's database: `SessionLog`'s rows, committed per row."""
+
+    def __init__(self, shelf: SessionShelf, session_id: str) -> None:
+        self.shelf = shelf
+        self.session_id = session_id
+
+    @classmethod
+    def create(cls, shelf: SessionShelf, *, vault: str, version: str) -> SharedSessionLog:
+        log = cls(shelf, new_session_id())
+        log.append(_header(log.session_id, vault, version))
+        return log
+
+    @classmethod
+    def open(cls, shelf: SessionShelf, session_id: str) -> SharedSessionLog:
+        if not SESSION_ID.match(session_id) or not shelf.exists(session_id):
+            raise SessionNotFound(f"no session {session_id!r} in the team's database")
+        return cls(shelf, session_id)
+
+    def append(self, row: dict[str, Any]) -> None:
+        # the row as a file would hold it: what JSON cannot say is written as text
+        self.shelf.append(self.session_id, [json.loads(json.dumps(_stamped(row), default=str))])
+
+    def rows(self) -> list[dict[str, Any]]:
+        return self.shelf.rows(self.session_id)
+
+
+def _header(session_id: str, vault: str, version: str) -> dict[str, Any]:
+    return {
+        "type": "session",
+        "version": FORMAT_VERSION,
+        "id": session_id,
+        "vault": vault,
+        "vaultctx_version": version,
+    }
+
+
+def _stamped(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "ts": _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")}
 
 
 @dataclass(frozen=True)
@@ -138,3 +175,38 @@ def list_session_files(directory: Path) -> list[SessionSummary]:
         return []
     summaries = [summarize(p) for p in directory.glob("*.jsonl")]
     return sorted(summaries, key=lambda s: (s.updated or "", s.id), reverse=True)
+
+
+def list_shared_sessions(shelf: SessionShelf) -> list[SessionSummary]:
+    """Every session in the team's database, most recently updated first."""
+    return [
+        SessionSummary(sid, f"database:{sid}", started, updated, turns, first)
+        for sid, started, updated, turns, first in shelf.lines()
+    ]
+
+
+def share_session_files(directory: Path, shelf: SessionShelf) -> int:
+    """Copy the session files the database lacks into it, rows as they are (their times
+    kept); how many. A vault's sessions move in with its index."""
+    there = shelf.ids()
+    moved = 0
+    for path in sorted(directory.glob("*.jsonl")) if directory.is_dir() else []:
+        if path.stem not in there and SESSION_ID.match(path.stem):
+            shelf.append(path.stem, read_rows(path))
+            moved += 1
+    return moved
+
+
+def write_session_files(directory: Path, shelf: SessionShelf) -> int:
+    """Write the database's sessions this host has no file of; how many. The way back."""
+    written = 0
+    for session_id in sorted(shelf.ids()):
+        if not SESSION_ID.match(session_id):
+            continue
+        path = session_path(directory, session_id)
+        if not path.exists():
+            private_dir(directory)
+            lines = (json.dumps(r, ensure_ascii=False) + "\n" for r in shelf.rows(session_id))
+            private_file(path).write_text("".join(lines), encoding="utf-8")
+            written += 1
+    return written

@@ -26,7 +26,15 @@ from .delegates import Delegates
 from .orchestrator import Orchestrator, OrchestratorRun, Team
 from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model
 from .registers import ToolCallRecord
-from .session import SessionLog, SessionSummary, list_session_files
+from .session import (
+    SessionLog,
+    SessionSummary,
+    SharedSessionLog,
+    list_session_files,
+    list_shared_sessions,
+    share_session_files,
+    write_session_files,
+)
 from .skill_tools import NO_SKILLS, TurnSkills, skills_for_turn
 from .tools import writable_tiers
 from .trace import CompletionTrace
@@ -83,12 +91,31 @@ def sessions_dir(ws: TurnWorkspace) -> Path:
 
 
 def list_sessions(ws: TurnWorkspace) -> list[SessionSummary]:
-    return list_session_files(sessions_dir(ws))
+    shelf = ws.session_shelf()
+    return list_session_files(sessions_dir(ws)) if shelf is None else list_shared_sessions(shelf)
+
+
+def move_sessions(ws: TurnWorkspace, *, back: bool = False) -> int:
+    """On a team's database: copy this host's session files it lacks into it — or, `back`,
+    its sessions this host has no file of into files; how many."""
+    shelf = ws.session_shelf()
+    if shelf is None:
+        return 0
+    move = write_session_files if back else share_session_files
+    return move(sessions_dir(ws), shelf)
 
 
 def load_session(ws: TurnWorkspace, session_id: str) -> list[dict[str, Any]]:
     """Every readable row of one session, header first. `SessionNotFound` if none."""
-    return SessionLog.open(sessions_dir(ws), session_id).rows()
+    return open_session(ws, session_id).rows()
+
+
+def open_session(ws: TurnWorkspace, session_id: str) -> SessionLog | SharedSessionLog:
+    """A session to resume: its file, or (on a team's database) its rows there."""
+    shelf = ws.session_shelf()
+    if shelf is None:
+        return SessionLog.open(sessions_dir(ws), session_id)
+    return SharedSessionLog.open(shelf, session_id)
 
 
 def cited_notes(ws: TurnWorkspace, answer: str) -> tuple[str, ...]:
@@ -169,9 +196,8 @@ class AgentRequestHandler:
         self.asker = asker
         self.on_event = on_event
         self.preparer = preparer or TurnPreparer(model_chain=(model, ws.config.llm_model))
-        directory = sessions_dir(ws)
-        self.log: SessionLog | None = (
-            SessionLog.open(directory, session_id) if session_id is not None else None
+        self.log: SessionLog | SharedSessionLog | None = (
+            open_session(ws, session_id) if session_id is not None else None
         )
         self._turn: _Turn | None = None
         self._lock = threading.Lock()
@@ -218,11 +244,15 @@ class AgentRequestHandler:
         citations = self._record_answer(question, run.answer, turn)
         return self._result(turn, orchestrator, run, citations)
 
-    def _session_log(self) -> SessionLog:
+    def _session_log(self) -> SessionLog | SharedSessionLog:
         """The session's log; a new session's is created on its first turn."""
         if self.log is None:
-            self.log = SessionLog.create(
-                sessions_dir(self.ws), vault=str(self.ws.root), version=__version__
+            shelf = self.ws.session_shelf()
+            vault = str(self.ws.root)
+            self.log = (
+                SessionLog.create(sessions_dir(self.ws), vault=vault, version=__version__)
+                if shelf is None
+                else SharedSessionLog.create(shelf, vault=vault, version=__version__)
             )
         return self.log
 

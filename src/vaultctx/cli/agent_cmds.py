@@ -125,7 +125,8 @@ def chat(vault: str, model: str | None, session_id: str | None, yes: bool) -> No
 
 @cli.group()
 def sessions() -> None:
-    """List and show agent sessions (JSONL files under .vaultctx/sessions/)."""
+    """List and show agent sessions (JSONL files under .vaultctx/sessions/, or the team's
+    database with database_url)."""
 
 
 @sessions.command("list")

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from .postgres.memory_book import MemoryBook
+    from .postgres.session_shelf import SessionShelf
     from .postgres.sync import IndexerSeat
     from .postgres.team import Team
 
@@ -178,6 +179,15 @@ class Vault:
         from .postgres.memory_book import MemoryBook
 
         return MemoryBook(self.reads, name, scope)  # type: ignore[arg-type]
+
+    def session_shelf(self) -> SessionShelf | None:
+        """The agent sessions of the database (`database_url`), which every server of the
+        team resumes; None on the SQLite index (sessions are files there)."""
+        if self.config.database_url is None:
+            return None
+        from .postgres.session_shelf import SessionShelf
+
+        return SessionShelf(self.reads)  # type: ignore[arg-type]
 
     def restore_from_database(self) -> int:
         """Replace the SQLite index with the database's (`database_url`), vectors included:

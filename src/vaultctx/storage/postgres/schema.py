@@ -179,11 +179,25 @@ def _m004_memory_books() -> str:
     """
 
 
+def _m005_sessions() -> str:
+    return """
+        -- Agent sessions, so that any server resumes one another started: each session's
+        -- rows (header, messages, tool calls and results, traces) in the order appended.
+        CREATE TABLE session_rows (
+            seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            session_id text NOT NULL,
+            row json NOT NULL
+        );
+        CREATE INDEX session_rows_session ON session_rows (session_id, seq);
+    """
+
+
 MIGRATIONS: list[Callable[[], str]] = [
     _m001_index,
     _m002_team,
     _m003_faster_publish,
     _m004_memory_books,
+    _m005_sessions,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # Every vaultctx migrating one database takes this lock first: one migrates, the others wait.
