@@ -188,13 +188,14 @@ def list_shared_sessions(shelf: SessionShelf) -> list[SessionSummary]:
 def share_session_files(directory: Path, shelf: SessionShelf) -> int:
     """Copy the session files the database lacks into it, rows as they are (their times
     kept); how many. A vault's sessions move in with its index."""
-    there = shelf.ids()
-    moved = 0
-    for path in sorted(directory.glob("*.jsonl")) if directory.is_dir() else []:
-        if path.stem not in there and SESSION_ID.match(path.stem):
-            shelf.append(path.stem, read_rows(path))
-            moved += 1
-    return moved
+    files = {
+        p.stem: p for p in (directory.glob("*.jsonl") if directory.is_dir() else [])
+        if SESSION_ID.match(p.stem)
+    }  # fmt: skip
+    missing = sorted(set(files) - shelf.ids(list(files))) if files else []
+    for session_id in missing:
+        shelf.append(session_id, read_rows(files[session_id]))
+    return len(missing)
 
 
 def write_session_files(directory: Path, shelf: SessionShelf) -> int:

@@ -439,8 +439,9 @@ class AgentMemoryFacade:
     def share(self) -> int:
         """On a team's database: bring each memory file in step with its book — the first
         time, its memories move into the book, vectors as they are — and return the live
-        memories of the vault's. Without a database, just that count."""
-        self.flush()
+        memories of the vault's. Without a database, just that count. Pending background
+        writes are not waited for (an index run of the watcher calls this): they reach the
+        book when they commit."""
         for repo in self.places.repos():
             repo.refresh()
         return self.repo.count()

@@ -45,8 +45,16 @@ class SessionShelf:
             )
         ]
 
-    def ids(self) -> set[str]:
-        return {r[0] for r in self.reads.query("SELECT DISTINCT session_id FROM session_rows")}
+    def ids(self, among: list[str] | None = None) -> set[str]:
+        """The sessions the database holds (of `among` only, when given)."""
+        if among is None:
+            rows = self.reads.query("SELECT DISTINCT session_id FROM session_rows")
+        else:
+            rows = self.reads.query(
+                "SELECT DISTINCT session_id FROM session_rows WHERE session_id = ANY(%s)",
+                (among,),
+            )
+        return {r[0] for r in rows}
 
     def lines(self) -> list[SessionLine]:
         """A line per session, most recently updated first."""
