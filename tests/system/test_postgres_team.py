@@ -230,3 +230,54 @@ def test_a_team_server_keeps_one_copy_of_the_index_for_all_its_people(
     hidden = [BUDGET in json.dumps(body) for _, _, body in answers]
     assert hidden == [True, False] * 4  # one copy, each person's own policy still
     assert together <= alone + 1  # eight people, not eight sets of connections
+
+
+def test_two_servers_of_one_vault_folder_serve_side_by_side_on_a_team_database(
+    team_vault: Path, postgres_url: str
+):
+    """One host, one vault folder, one index folder: on a team's database a second server
+    serves beside the first (one Python process uses about one core); the first alone is
+    announced. The vault's own SQLite index still refuses a second server."""
+    from vaultctx import ServerRunning
+    from vaultctx.server.client import read_server_file
+
+    with (
+        open_server_side(team_vault, postgres_url) as a,
+        open_server_side(team_vault, postgres_url) as b,
+    ):
+        with (
+            LocalServer(a, watch=True, warm=False) as one,
+            LocalServer(b, watch=True, warm=False) as two,
+        ):
+            assert (one.announced, two.announced) == (True, False)
+            assert read_server_file(team_vault).port == one.port
+            answers = [call(s, "POST", "/select", {"query": "orchard budget"}) for s in (one, two)]
+            assert answers[0][0] == answers[1][0] == 200
+            assert answers[0][2]["candidates"] == answers[1][2]["candidates"]
+            (team_vault / "Quokka.md").write_text("# Quokka\n\nA quokka visits the orchard.\n")
+            found = [top_when(s, "quokka", "Quokka.md") for s in (one, two)]  # either indexed
+        assert found == ["Quokka.md", "Quokka.md"]
+        assert read_server_file(team_vault) is None  # the first took its announcement away
+    with (
+        Workspace.open(
+            team_vault, {"embed": False, "index_dir": str(team_vault.parent / "own")}
+        ) as alone,
+        LocalServer(alone, watch=False, warm=False),
+        pytest.raises(ServerRunning),
+    ):
+        LocalServer(alone, watch=False, warm=False)
+
+
+def top_when(server: LocalServer, query: str, path: str, timeout: float = 20.0) -> str | None:
+    """The top answer's path once it is `path` (or the last one seen at the deadline)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    top = None
+    while time.monotonic() < deadline:
+        status, _, body = call(server, "POST", "/select", {"query": query, "k": 1})
+        top = body["candidates"][0]["path"] if status == 200 and body["candidates"] else None
+        if top == path:
+            break
+        time.sleep(0.2)
+    return top

@@ -50,14 +50,17 @@ class LocalServer:
         read_timeout: float = READ_TIMEOUT_S,
     ) -> None:
         """Raises `ServerRunning` (naming its port) when a server for this vault runs
-        already, and `OSError` when the port is taken."""
+        already — unless the vault's index is a team's database, which any number of servers
+        answer from: this one then serves beside the first, which alone is announced in
+        `server.json` — and `OSError` when the port is taken."""
         self.workspace = workspace
         self.watch = watch
         self.warm = warm
         self.read_timeout = read_timeout
         self._lock = ProcessLock(workspace.root / SERVER_LOCK)
         holder = self._lock.try_acquire()
-        if holder is not None:
+        self.announced = holder is None
+        if holder is not None and workspace.config.database_url is None:
             info = read_server_file(workspace.root)
             where = f" on {HOST}:{info.port}" if info is not None else ""
             raise ServerRunning(
@@ -116,14 +119,17 @@ class LocalServer:
         """Announce the server while it runs. Cleaning up here, not only in `run()`, matters:
         on SIGTERM uvicorn re-raises the signal after shutdown, before `finally` can run."""
         root = self.workspace.root
-        write_server_file(root, ServerInfo(self.port, os.getpid(), str(root), str(token_path())))
+        if self.announced:
+            info = ServerInfo(self.port, os.getpid(), str(root), str(token_path()))
+            write_server_file(root, info)
         try:
             yield
         finally:
             self._clean_up()
 
     def _clean_up(self) -> None:
-        remove_server_file(self.workspace.root, os.getpid())
+        if self.announced:
+            remove_server_file(self.workspace.root, os.getpid())
         if self.watcher is not None:
             self.watcher.stop()
 
