@@ -250,6 +250,19 @@ def test_vectors_travel_as_they_are(tmp_path: Path, postgres_url: str):
         assert near[0][1] == pytest.approx(1.0, abs=1e-6)
         blob = there.connect().execute("SELECT vector FROM memory_vectors").fetchone()[0]
         assert blob == vector.tobytes()
+        turned = -vector  # the same memory again (its key), a new vector: an update of both
+        here.save([(draft("Hives face north-west", key="hive-face"), turned)])
+        here.save([(draft("Hives face south-west", key="hive-face"), vector)])
+        here.save([(draft("Hives face north-west", key="hive-face"), turned)])
+        (moved,) = [m for m in there.list() if m.key == "hive-face"]
+        assert moved.text == "Hives face north-west"
+        blobs = dict(
+            there.connect().execute(
+                "SELECT m.id, v.vector FROM memories m JOIN memory_vectors v"
+                " ON v.memory_rowid = m.rowid"
+            )
+        )
+        assert blobs[moved.id] == turned.tobytes()
         here.close()
         there.close()
     finally:

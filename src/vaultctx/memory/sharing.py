@@ -23,20 +23,22 @@ if TYPE_CHECKING:
     from ..storage.postgres.memory_book import BookChanges, BookWrite, MemoryBook
 
 # Which memories this connection's statements changed: what a write sends to the book.
+# No key and no OR IGNORE: an upsert's conflict clause overrides a trigger's own, so a
+# memory changed twice is listed twice, and read once.
 _CAPTURE = """
-    CREATE TEMP TABLE IF NOT EXISTS vx_changed (id TEXT PRIMARY KEY) WITHOUT ROWID;
+    CREATE TEMP TABLE IF NOT EXISTS vx_changed (id TEXT NOT NULL);
     CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_insert AFTER INSERT ON main.memories
-    BEGIN INSERT OR IGNORE INTO vx_changed VALUES (new.id); END;
+    BEGIN INSERT INTO vx_changed VALUES (new.id); END;
     CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_update AFTER UPDATE ON main.memories
-    BEGIN INSERT OR IGNORE INTO vx_changed VALUES (new.id); END;
+    BEGIN INSERT INTO vx_changed VALUES (new.id); END;
     CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_delete AFTER DELETE ON main.memories
-    BEGIN INSERT OR IGNORE INTO vx_changed VALUES (old.id); END;
+    BEGIN INSERT INTO vx_changed VALUES (old.id); END;
     CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_vector AFTER INSERT ON main.memory_vectors
-    BEGIN INSERT OR IGNORE INTO vx_changed
+    BEGIN INSERT INTO vx_changed
         SELECT id FROM main.memories WHERE rowid = new.memory_rowid; END;
     CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_vector_update
     AFTER UPDATE ON main.memory_vectors
-    BEGIN INSERT OR IGNORE INTO vx_changed
+    BEGIN INSERT INTO vx_changed
         SELECT id FROM main.memories WHERE rowid = new.memory_rowid; END;
 """
 
@@ -98,7 +100,7 @@ class BookSharing:
         conn.execute("DELETE FROM temp.vx_changed")
         if first:  # this host's workspace memories join the book's workspace scope
             _rescope(conn, self.local_scope, self.book.scope)
-            conn.execute("INSERT OR IGNORE INTO temp.vx_changed SELECT id FROM memories")
+            conn.execute("INSERT INTO temp.vx_changed SELECT id FROM memories")
             IndexDatabase.set_meta(conn, "book_scope", self.book.scope)
         IndexDatabase.set_meta(conn, "book_id", changes.book_id)
         IndexDatabase.set_meta(conn, "book_version", str(changes.version))
@@ -156,7 +158,7 @@ class BookSharing:
         columns = _columns(conn)
         selected = ", ".join(f"m.{c}" for c in columns)
         rows = conn.execute(
-            f"SELECT {selected}, v.model, v.vector FROM temp.vx_changed c"
+            f"SELECT {selected}, v.model, v.vector FROM (SELECT DISTINCT id FROM temp.vx_changed) c"
             " JOIN memories m ON m.id = c.id"
             " LEFT JOIN memory_vectors v ON v.memory_rowid = m.rowid"
         ).fetchall()
@@ -167,7 +169,7 @@ class BookSharing:
         forgotten = [
             r[0]
             for r in conn.execute(
-                "SELECT id FROM temp.vx_changed WHERE id NOT IN (SELECT id FROM memories)"
+                "SELECT DISTINCT id FROM temp.vx_changed WHERE id NOT IN (SELECT id FROM memories)"
             )
         ]
         version = write.save(present, forgotten)
