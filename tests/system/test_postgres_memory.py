@@ -305,6 +305,29 @@ def test_concurrent_writers_of_one_key_leave_one_memory_in_every_copy(
     reads.close()
 
 
+def test_a_new_copy_numbers_memories_in_the_order_their_writers_did(
+    tmp_path: Path, postgres_url: str
+):
+    """Ranking ties go to the lower row number: a copy made later must number alike."""
+    reads = PostgresReads(postgres_url)
+    writers = [
+        MemoryRepository(tmp_path / f"{n}.db", book=MemoryBook(reads, "vault", "/vault"))
+        for n in range(2)
+    ]
+    for i in range(12):
+        writers[i % 2].save([(draft(f"note {i}", key=f"k{i % 5}" if i % 3 else None), None)])
+    later = MemoryRepository(tmp_path / "later.db", book=MemoryBook(reads, "vault", "/vault"))
+
+    def order(repo: MemoryRepository) -> list[str]:
+        repo.refresh()
+        return [r[0] for r in repo.connect().execute("SELECT id FROM memories ORDER BY rowid")]
+
+    assert order(later) == order(writers[0]) == order(writers[1])
+    for repo in (*writers, later):
+        repo.close()
+    reads.close()
+
+
 def test_a_write_the_database_refuses_leaves_the_file_as_it_was(
     tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ):
@@ -365,8 +388,9 @@ def test_a_row_from_another_vaultctx_version_is_read_with_what_both_know(
         ).fetchone()
         for memory in (newer, older):
             conn.execute(
-                "INSERT INTO memory_rows (book, id, version, row) VALUES ('vault', %s, %s, %s)",
-                (memory["id"], version, Json(memory)),
+                "INSERT INTO memory_rows (book, id, version, row, born, born_rowid)"
+                " VALUES ('vault', %s, %s, %s, %s, 1)",
+                (memory["id"], version, Json(memory), version),
             )
     assert repo.get("newer").text == "A newer vaultctx wrote this"
     assert repo.get("older").summary == "" and repo.get("older").access_count == 0

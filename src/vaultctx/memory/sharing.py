@@ -108,7 +108,7 @@ class BookSharing:
 
     def _apply(self, conn: sqlite3.Connection, changes: BookChanges) -> int:
         known = _columns(conn)
-        for memory_id, row, model, vector in changes.rows:
+        for memory_id, row, model, vector, _ in changes.rows:
             if row.get("mkey") is not None:  # the book's memory of this key wins over ours
                 conn.execute(
                     "DELETE FROM memories WHERE tier = ? AND scope = ? AND mkey = ? AND id != ?",
@@ -153,17 +153,20 @@ class BookSharing:
 
     def _send(self, conn: sqlite3.Connection, write: BookWrite) -> None:
         """The memories this transaction changed, as the book's next version."""
+        from ..storage.postgres.memory_book import BookRow  # with a book only: psycopg's
+
         if conn.execute("SELECT 1 FROM temp.vx_changed LIMIT 1").fetchone() is None:
             return
         columns = _columns(conn)
         selected = ", ".join(f"m.{c}" for c in columns)
         rows = conn.execute(
-            f"SELECT {selected}, v.model, v.vector FROM (SELECT DISTINCT id FROM temp.vx_changed) c"
-            " JOIN memories m ON m.id = c.id"
-            " LEFT JOIN memory_vectors v ON v.memory_rowid = m.rowid"
+            f"SELECT {selected}, v.model, v.vector, m.rowid"
+            " FROM (SELECT DISTINCT id FROM temp.vx_changed) c JOIN memories m ON m.id = c.id"
+            " LEFT JOIN memory_vectors v ON v.memory_rowid = m.rowid ORDER BY m.rowid"
         ).fetchall()
+        n = len(columns)
         present = [
-            (row[columns.index("id")], dict(zip(columns, row, strict=False)), row[-2], row[-1])
+            BookRow(row[columns.index("id")], dict(zip(columns, row[:n], strict=True)), *row[n:])
             for row in rows
         ]
         forgotten = [

@@ -14,15 +14,23 @@ import contextlib
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .reads import PostgresReads
 
 # pg_advisory_xact_lock(class, key): the class of memory books' write locks.
 _BOOK_LOCK = 0x766D656D  # "vmem"
 
-BookRow = tuple[str, dict[str, Any], str | None, bytes | None]
-"""One memory: its id, its columns, and its vector's model and float32 bytes (or None)."""
+
+class BookRow(NamedTuple):
+    """One memory: its id, its columns, its vector's model and float32 bytes (or None), and
+    its row number in the file of the server that wrote it."""
+
+    id: str
+    row: dict[str, Any]
+    model: str | None
+    vector: bytes | None
+    rowid: int
 
 
 @dataclass(frozen=True)
@@ -47,9 +55,11 @@ class BookWrite:
         book_id, version = conn.execute(
             "SELECT book_id, version FROM memory_books WHERE name = %s", (name,)
         ).fetchone()
+        # In the order the memories were first written, so every copy numbers them in the
+        # same order as their writer did (ties in ranking go to the lower number).
         rows = conn.execute(
-            "SELECT id, row, model, vector FROM memory_rows WHERE book = %s AND version > %s"
-            " ORDER BY version, id",
+            "SELECT id, row, model, vector, born_rowid FROM memory_rows"
+            " WHERE book = %s AND version > %s ORDER BY born, born_rowid",
             (name, since),
         ).fetchall()
         forgotten = conn.execute(
@@ -58,7 +68,10 @@ class BookWrite:
         return BookChanges(
             book_id,
             int(version),
-            [(i, row, model, None if vec is None else bytes(vec)) for i, row, model, vec in rows],
+            [
+                BookRow(i, row, model, None if vec is None else bytes(vec), rowid)
+                for i, row, model, vec, rowid in rows
+            ],
             [r[0] for r in forgotten],
         )
 
@@ -74,15 +87,18 @@ class BookWrite:
         with conn.cursor() as cur:
             if rows:
                 cur.executemany(
-                    "INSERT INTO memory_rows (book, id, version, row, model, vector)"
-                    " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (book, id) DO UPDATE SET"
-                    " version = excluded.version, row = excluded.row, model = excluded.model,"
-                    " vector = excluded.vector",
-                    [(name, i, version, Json(row), model, vec) for i, row, model, vec in rows],
+                    "INSERT INTO memory_rows (book, id, version, row, model, vector, born,"
+                    " born_rowid) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+                    " ON CONFLICT (book, id) DO UPDATE SET version = excluded.version,"
+                    " row = excluded.row, model = excluded.model, vector = excluded.vector",
+                    [
+                        (name, r.id, version, Json(r.row), r.model, r.vector, version, r.rowid)
+                        for r in rows
+                    ],
                 )
                 cur.execute(
                     "DELETE FROM memory_forgotten WHERE book = %s AND id = ANY(%s)",
-                    (name, [row[0] for row in rows]),
+                    (name, [r.id for r in rows]),
                 )
             if forgotten:
                 cur.execute(

@@ -166,6 +166,8 @@ def _m004_memory_books() -> str:
             row json NOT NULL,                 -- json, not jsonb: a memory may hold U+0000
             model text,
             vector bytea,
+            born bigint NOT NULL,              -- the version that first wrote it
+            born_rowid bigint NOT NULL,        -- and its row number in its writer's file
             PRIMARY KEY (book, id)
         );
         CREATE INDEX memory_rows_version ON memory_rows (book, version);
