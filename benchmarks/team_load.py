@@ -22,9 +22,9 @@ During each run the CPU time of the servers, of PostgreSQL (postmaster, its live
 and the ones that ended) and of this client is read from /proc, beside the whole machine's,
 to say which of them fills the cores.
 
-Each server needs its own vault folder: the server lock and `server.json` live in
-`<vault>/.vaultctx` whatever the index_dir, so two servers of one folder on one host refuse
-to run side by side (as on two hosts, each has its own copy of the notes).
+Each server has its own vault folder, as on two hosts, each with its own copy of the notes
+(two servers of one folder on one host also serve side by side over a database, but only
+the first announces itself in `server.json`, which this script waits for).
 
     python benchmarks/team_load.py [--requests 400] [--clients 4,8] [--rounds 3]
                                    [--touches 100] [--notes N] [--no-embed] [--keep]
