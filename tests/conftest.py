@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from vaultctx import Embedder, EmbeddingUnavailable
+from vaultctx import Embedder, EmbeddingUnavailable, Workspace
 from vaultctx.storage.language import analyse
 from vaultctx.storage.lexical import FTS_TOKENIZER
 
@@ -52,6 +52,23 @@ def write_files(root: Path, files: VaultFiles) -> Path:
         else:
             path.write_text(content, encoding="utf-8")
     return root
+
+
+def two_hosts(tmp_path: Path, files: VaultFiles) -> tuple[Path, Path]:
+    """One vault on two "hosts" of a team: a folder each, the second at another path, each
+    with an index folder of its own beside it (`open_host`)."""
+    first = write_files(tmp_path / "host-a" / "vault", files)
+    second = tmp_path / "host-b" / "notes"
+    shutil.copytree(first, second)
+    return first, second
+
+
+def open_host(root: Path, url: str | None, **settings: object) -> Workspace:
+    """A host's workspace of `two_hosts`, over the database `url` (None: SQLite alone)."""
+    merged = {"embed": False, "index_dir": str(root.parent / "index"), **settings}
+    if url is not None:
+        merged["database_url"] = url
+    return Workspace.open(root, merged)
 
 
 def copy_vault(source: Path, dest: Path) -> Path:

@@ -9,7 +9,6 @@ own: two machines, as far as vaultctx can tell, over one PostgreSQL database.
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 from pathlib import Path
 
@@ -17,9 +16,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import write_files
+from conftest import open_host, two_hosts
 from server_helpers import call
-from vaultctx import Workspace
 from vaultctx.cli import cli
 from vaultctx.memory.merging import MemoryDraft
 from vaultctx.memory.models import MemoryKind, MemorySource, Tier
@@ -39,19 +37,15 @@ VAULT = {
 
 @pytest.fixture
 def hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """The second at another path: the workspace scope must not differ."""
     monkeypatch.setenv("VAULTCTX_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(tmp_path / "owner-account"))
-    first = write_files(tmp_path / "host-a" / "vault", VAULT)
-    second = tmp_path / "host-b" / "notes"  # another path: the workspace scope must not differ
-    shutil.copytree(first, second)
-    return first, second
+    return two_hosts(tmp_path, VAULT)
 
 
-def open_host(root: Path, url: str | None) -> Workspace:
-    settings: dict[str, object] = {"embed": False, "index_dir": str(root.parent / "index")}
-    if url is not None:
-        settings["database_url"] = url
-    return Workspace.open(root, settings)
+def book_copy(reads: PostgresReads, path: Path) -> MemoryRepository:
+    """A server's copy (the file `path`) of the database's vault book."""
+    return MemoryRepository(path, book=MemoryBook(reads, "vault", "/vault"))
 
 
 def texts(memories: list) -> set[str]:
@@ -218,8 +212,8 @@ def test_memories_move_in_with_their_vectors_and_back(hosts: tuple[Path, Path], 
 
 def test_any_text_a_memory_holds_travels_as_it_is(tmp_path: Path, postgres_url: str):
     reads = PostgresReads(postgres_url)
-    here = MemoryRepository(tmp_path / "a.db", book=MemoryBook(reads, "vault", "/vault"))
-    there = MemoryRepository(tmp_path / "b.db", book=MemoryBook(reads, "vault", "/vault"))
+    here = book_copy(reads, tmp_path / "a.db")
+    there = book_copy(reads, tmp_path / "b.db")
     text = "a NUL \x00, an escaped one \\u0000, an emoji 🐝 and a tab\t"
     saved = here.save([(draft(text), None)])[0].memory
     assert there.get(saved.id).text == text
@@ -273,10 +267,7 @@ def test_concurrent_writers_of_one_key_leave_one_memory_in_every_copy(
     tmp_path: Path, postgres_url: str
 ):
     reads = PostgresReads(postgres_url)
-    copies = [
-        MemoryRepository(tmp_path / f"{n}.db", book=MemoryBook(reads, "vault", "/vault"))
-        for n in range(2)
-    ]
+    copies = [book_copy(reads, tmp_path / f"{n}.db") for n in range(2)]
     errors: list[Exception] = []
 
     def write(repo: MemoryRepository, n: int) -> None:
@@ -310,13 +301,10 @@ def test_a_new_copy_numbers_memories_in_the_order_their_writers_did(
 ):
     """Ranking ties go to the lower row number: a copy made later must number alike."""
     reads = PostgresReads(postgres_url)
-    writers = [
-        MemoryRepository(tmp_path / f"{n}.db", book=MemoryBook(reads, "vault", "/vault"))
-        for n in range(2)
-    ]
+    writers = [book_copy(reads, tmp_path / f"{n}.db") for n in range(2)]
     for i in range(12):
         writers[i % 2].save([(draft(f"note {i}", key=f"k{i % 5}" if i % 3 else None), None)])
-    later = MemoryRepository(tmp_path / "later.db", book=MemoryBook(reads, "vault", "/vault"))
+    later = book_copy(reads, tmp_path / "later.db")
 
     def order(repo: MemoryRepository) -> list[str]:
         repo.refresh()
@@ -334,7 +322,7 @@ def test_a_write_the_database_refuses_leaves_the_file_as_it_was(
     from vaultctx.storage.postgres import memory_book
 
     reads = PostgresReads(postgres_url)
-    repo = MemoryRepository(tmp_path / "a.db", book=MemoryBook(reads, "vault", "/vault"))
+    repo = book_copy(reads, tmp_path / "a.db")
     repo.save([(draft("first"), None)])
 
     def refuse(self, rows, forgotten):  # the database fails mid-write
@@ -346,7 +334,7 @@ def test_a_write_the_database_refuses_leaves_the_file_as_it_was(
     monkeypatch.undo()
     assert texts(repo.list()) == {"first"}
     repo.save([(draft("third"), None)])
-    other = MemoryRepository(tmp_path / "b.db", book=MemoryBook(reads, "vault", "/vault"))
+    other = book_copy(reads, tmp_path / "b.db")
     assert texts(other.list()) == texts(repo.list()) == {"first", "third"}
     repo.close()
     other.close()
@@ -375,7 +363,7 @@ def test_a_row_from_another_vaultctx_version_is_read_with_what_both_know(
     from psycopg.types.json import Json
 
     reads = PostgresReads(postgres_url)
-    repo = MemoryRepository(tmp_path / "a.db", book=MemoryBook(reads, "vault", "/vault"))
+    repo = book_copy(reads, tmp_path / "a.db")
     written = repo.save([(draft("Hives face south-east"), None)])[0].memory
     (row,) = reads.query("SELECT row FROM memory_rows WHERE id = %s", (written.id,))[0]
     newer = {**row, "id": "newer", "dedupe": "x", "text": "A newer vaultctx wrote this",

@@ -8,13 +8,12 @@ PostgreSQL database; the model is the scripted one on 127.0.0.1.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from agent_model import AgentModel, agent_model_fixture  # noqa: F401
-from conftest import write_files
+from conftest import open_host, two_hosts
 from llm_server import LLMServer, Reply, llm_server_fixture  # noqa: F401
 from vaultctx import Workspace
 from vaultctx.agent import sessions_dir
@@ -29,20 +28,12 @@ VAULT = {
 @pytest.fixture
 def hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(tmp_path / "owner-account"))
-    first = write_files(tmp_path / "host-a" / "vault", VAULT)
-    second = tmp_path / "host-b" / "vault"
-    shutil.copytree(first, second)
-    return first, second
+    return two_hosts(tmp_path, VAULT)
 
 
-def open_host(root: Path, server: LLMServer, url: str | None) -> Workspace:
-    settings: dict[str, object] = {
-        "llm_model": "openai/test-agent", "llm_api_base": server.api_base, "embed": False,
-        "index_dir": str(root.parent / "index"),
-    }  # fmt: skip
-    if url is not None:
-        settings["database_url"] = url
-    return Workspace.open(root, settings)
+def agent_host(root: Path, server: LLMServer, url: str | None) -> Workspace:
+    """A host whose agent's model is the scripted one."""
+    return open_host(root, url, llm_model="openai/test-agent", llm_api_base=server.api_base)
 
 
 def test_a_session_one_server_started_another_resumes(
@@ -50,10 +41,10 @@ def test_a_session_one_server_started_another_resumes(
 ):
     first, second = hosts
     model.orchestrator.extend([Reply(content="By the pond."), Reply(content="Oxalic acid.")])
-    with open_host(first, llm_server, postgres_url) as a:
+    with agent_host(first, llm_server, postgres_url) as a:
         a.index()
         started = a.ask("Where do the beehives stand?")
-    with open_host(second, llm_server, postgres_url) as b:
+    with agent_host(second, llm_server, postgres_url) as b:
         resumed = b.ask("And what treats their mites?", session_id=started.session_id)
         listed = b.sessions()
         rows = b.session(started.session_id)
@@ -76,17 +67,17 @@ def test_session_files_move_in_with_the_index_and_back(
 ):
     first, second = hosts
     model.orchestrator.append(Reply(content="By the pond."))
-    with open_host(first, llm_server, None) as alone:  # sessions before any database
+    with agent_host(first, llm_server, None) as alone:  # sessions before any database
         alone.index()
         before = alone.ask("Where do the beehives stand?")
         rows_before = alone.session(before.session_id)
-    with open_host(first, llm_server, postgres_url) as a:
+    with agent_host(first, llm_server, postgres_url) as a:
         report = a.index()
     assert report.published["sessions"] == 1
-    with open_host(second, llm_server, postgres_url) as b:
+    with agent_host(second, llm_server, postgres_url) as b:
         assert [s.id for s in b.sessions()] == [before.session_id]
         assert b.session(before.session_id) == rows_before  # rows as they were, times too
         b.restore_from_database()
-    with open_host(second, llm_server, None) as back:  # and back: files, no database
+    with agent_host(second, llm_server, None) as back:  # and back: files, no database
         assert [s.id for s in back.sessions()] == [before.session_id]
         assert back.session(before.session_id) == rows_before

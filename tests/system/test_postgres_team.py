@@ -5,6 +5,7 @@ the model requests made for them; every request is logged with who made it."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -162,15 +163,8 @@ def test_the_team_commands(team_vault: Path, postgres_url: str):
 def test_a_team_server_whose_database_is_gone_answers_503_in_json(
     team_vault: Path, postgres_url: str, postgres_server
 ):
-    with open_server_side(team_vault, postgres_url) as ws:
-        erin = ws.team.add("erin")
-        with LocalServer(ws, watch=False, warm=False) as server:
-            assert call(server, "POST", "/select", {"query": "orchard"}, token=erin)[0] == 200
-            postgres_server.drop_database(urlsplit(postgres_url).path.lstrip("/"))
-            answers = [
-                call(server, "POST", "/select", {"query": "orchard"}, token=erin),
-                call(server, "POST", "/select", {"query": "orchard hives"}),
-            ]
+    name = urlsplit(postgres_url).path.lstrip("/")
+    answers = answers_once(team_vault, postgres_url, lambda: postgres_server.drop_database(name))
     for status, _, body in answers:
         assert status == 503, body
         assert body["error"] == "IndexUnavailable" and "database" in body["message"]
@@ -181,23 +175,30 @@ def test_a_database_a_newer_vaultctx_upgraded_is_503_upgrade_vaultctx(
 ):
     import psycopg
 
-    with open_server_side(team_vault, postgres_url) as ws:
+    def upgrade() -> None:
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("UPDATE vx_schema SET version = version + 1")
+            admin.execute(  # the server's connections drop, as in a restart for the upgrade
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid != pg_backend_pid()"
+            )
+
+    for status, _, body in answers_once(team_vault, postgres_url, upgrade):
+        assert status == 503, body
+        assert body["error"] == "IndexCorrupt" and "upgrade vaultctx" in body["message"]
+
+
+def answers_once(root: Path, url: str, happens: Callable[[], None]) -> list[tuple]:
+    """A team member's select and the owner's, once `happens` happened to the database."""
+    with open_server_side(root, url) as ws:
         erin = ws.team.add("erin")
         with LocalServer(ws, watch=False, warm=False) as server:
             assert call(server, "POST", "/select", {"query": "orchard"}, token=erin)[0] == 200
-            with psycopg.connect(postgres_url, autocommit=True) as admin:
-                admin.execute("UPDATE vx_schema SET version = version + 1")
-                admin.execute(  # the server's connections drop, as in a restart for the upgrade
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                    " WHERE datname = current_database() AND pid != pg_backend_pid()"
-                )
-            answers = [
+            happens()
+            return [
                 call(server, "POST", "/select", {"query": "orchard"}, token=erin),
                 call(server, "POST", "/select", {"query": "orchard hives"}),
             ]
-    for status, _, body in answers:
-        assert status == 503, body
-        assert body["error"] == "IndexCorrupt" and "upgrade vaultctx" in body["message"]
 
 
 def test_a_team_server_keeps_one_copy_of_the_index_for_all_its_people(
