@@ -176,6 +176,35 @@ def test_each_person_s_conversations_are_their_own_on_every_server(
         assert not any(marker in seen for other, marker in said.items() if other != who)
 
 
+def test_a_conversation_s_scratchpad_is_the_same_on_every_server(tmp_path: Path, postgres_url):
+    from vaultctx.memory.scratchpad import ScratchpadRepository
+
+    reads = PostgresReads(postgres_url)
+    alone = MemoryRepository(tmp_path / "a.db")  # notes from before the database
+    ScratchpadRepository(alone).write("s1", "plan", "inspect hive 3")
+    alone.close()
+    here, there = book_copy(reads, tmp_path / "a.db"), book_copy(reads, tmp_path / "b.db")
+    pads = [ScratchpadRepository(repo) for repo in (here, there)]
+    pads[0].write("s1", "draft", "buy frames")  # the first write moves the old notes in
+    assert pads[1].read("s1", "plan") == "inspect hive 3"
+    pads[1].write("s1", "plan", "inspect hive 4")  # the other server edits a note
+    assert (
+        pads[0].items("s1")
+        == pads[1].items("s1")
+        == {
+            "draft": "buy frames",
+            "plan": "inspect hive 4",
+        }
+    )
+    assert pads[1].delete("s1", "draft") == 1
+    assert pads[0].read("s1", "draft") is None and pads[0].read("s1", "plan") == "inspect hive 4"
+    pads[0].delete("s1")
+    assert pads[1].items("s1") == {}
+    here.close()
+    there.close()
+    reads.close()
+
+
 def test_memories_move_in_with_their_vectors_and_back(hosts: tuple[Path, Path], postgres_url: str):
     first, second = hosts
     runner = CliRunner()
@@ -376,8 +405,8 @@ def test_a_row_from_another_vaultctx_version_is_read_with_what_both_know(
         ).fetchone()
         for memory in (newer, older):
             conn.execute(
-                "INSERT INTO memory_rows (book, id, version, row, born, born_rowid)"
-                " VALUES ('vault', %s, %s, %s, %s, 1)",
+                "INSERT INTO memory_rows (book, kind, id, version, row, born, born_rowid)"
+                " VALUES ('vault', 'memory', %s, %s, %s, %s, 1)",
                 (memory["id"], version, Json(memory), version),
             )
     assert repo.get("newer").text == "A newer vaultctx wrote this"

@@ -27,6 +27,7 @@ class ScratchpadRepository:
             )
 
     def read(self, session_id: str, key: str) -> str | None:
+        self._repo.refresh()  # on a team's database: what other servers wrote too
         row = (
             self._repo.connect()
             .execute(
@@ -38,6 +39,7 @@ class ScratchpadRepository:
 
     def items(self, session_id: str) -> dict[str, str]:
         """Every note of a session, oldest first."""
+        self._repo.refresh()
         rows = self._repo.connect().execute(
             "SELECT key, text FROM scratchpad WHERE session_id = ? ORDER BY updated_at, key",
             (session_id,),

@@ -6,12 +6,14 @@ of the memory layer are unchanged — and the database holds the book every serv
 servers wrote since this copy last looked, then runs, and sends the rows it changed (caught
 by triggers on this connection) as the book's next version, committed in the database before
 the file. A read first catches up when the book moved on. A memory forgotten anywhere is
-erased from every copy, its words merged out of FTS5 like a local hard delete.
+erased from every copy, its words merged out of FTS5 like a local hard delete. A
+conversation's scratchpad notes travel the same way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
@@ -22,25 +24,36 @@ from .models import Tier
 if TYPE_CHECKING:
     from ..storage.postgres.memory_book import BookChanges, BookWrite, MemoryBook
 
-# Which memories this connection's statements changed: what a write sends to the book.
-# No key and no OR IGNORE: an upsert's conflict clause overrides a trigger's own, so a
-# memory changed twice is listed twice, and read once.
+# What this connection's statements changed — memories by id, scratchpad notes by
+# (session, key) — which a write sends to the book. No key and no OR IGNORE: an upsert's
+# conflict clause overrides a trigger's own, so a row changed twice is listed twice, and
+# read once.
 _CAPTURE = """
-    CREATE TEMP TABLE IF NOT EXISTS vx_changed (id TEXT NOT NULL);
+    CREATE TEMP TABLE IF NOT EXISTS vx_changed (kind TEXT NOT NULL, id TEXT NOT NULL);
     CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_insert AFTER INSERT ON main.memories
-    BEGIN INSERT INTO vx_changed VALUES (new.id); END;
+    BEGIN INSERT INTO vx_changed VALUES ('memory', new.id); END;
     CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_update AFTER UPDATE ON main.memories
-    BEGIN INSERT INTO vx_changed VALUES (new.id); END;
+    BEGIN INSERT INTO vx_changed VALUES ('memory', new.id); END;
     CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_delete AFTER DELETE ON main.memories
-    BEGIN INSERT INTO vx_changed VALUES (old.id); END;
+    BEGIN INSERT INTO vx_changed VALUES ('memory', old.id); END;
     CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_vector AFTER INSERT ON main.memory_vectors
     BEGIN INSERT INTO vx_changed
-        SELECT id FROM main.memories WHERE rowid = new.memory_rowid; END;
+        SELECT 'memory', id FROM main.memories WHERE rowid = new.memory_rowid; END;
     CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_vector_update
     AFTER UPDATE ON main.memory_vectors
     BEGIN INSERT INTO vx_changed
-        SELECT id FROM main.memories WHERE rowid = new.memory_rowid; END;
+        SELECT 'memory', id FROM main.memories WHERE rowid = new.memory_rowid; END;
+    CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_pad_insert AFTER INSERT ON main.scratchpad
+    BEGIN INSERT INTO vx_changed VALUES ('scratchpad', json_array(new.session_id, new.key));
+    END;
+    CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_pad_update AFTER UPDATE ON main.scratchpad
+    BEGIN INSERT INTO vx_changed VALUES ('scratchpad', json_array(new.session_id, new.key));
+    END;
+    CREATE TEMP TRIGGER IF NOT EXISTS vx_changed_pad_delete AFTER DELETE ON main.scratchpad
+    BEGIN INSERT INTO vx_changed VALUES ('scratchpad', json_array(old.session_id, old.key));
+    END;
 """
+MEMORY, SCRATCHPAD = "memory", "scratchpad"  # the kinds of a book's rows
 
 
 class BookSharing:
@@ -100,7 +113,11 @@ class BookSharing:
         conn.execute("DELETE FROM temp.vx_changed")
         if first:  # this host's workspace memories join the book's workspace scope
             _rescope(conn, self.local_scope, self.book.scope)
-            conn.execute("INSERT INTO temp.vx_changed SELECT id FROM memories")
+            conn.execute("INSERT INTO temp.vx_changed SELECT 'memory', id FROM memories")
+            conn.execute(
+                "INSERT INTO temp.vx_changed"
+                " SELECT 'scratchpad', json_array(session_id, key) FROM scratchpad"
+            )
             IndexDatabase.set_meta(conn, "book_scope", self.book.scope)
         IndexDatabase.set_meta(conn, "book_id", changes.book_id)
         IndexDatabase.set_meta(conn, "book_version", str(changes.version))
@@ -108,7 +125,15 @@ class BookSharing:
 
     def _apply(self, conn: sqlite3.Connection, changes: BookChanges) -> int:
         known = _columns(conn)
-        for memory_id, row, model, vector, _ in changes.rows:
+        for kind, memory_id, row, model, vector, _ in changes.rows:
+            if kind == SCRATCHPAD:
+                conn.execute(
+                    "INSERT INTO scratchpad (session_id, key, text, updated_at)"
+                    " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, key) DO UPDATE SET"
+                    " text = excluded.text, updated_at = excluded.updated_at",
+                    (row["session_id"], row["key"], row["text"], row["updated_at"]),
+                )
+                continue
             if row.get("mkey") is not None:  # the book's memory of this key wins over ours
                 conn.execute(
                     "DELETE FROM memories WHERE tier = ? AND scope = ? AND mkey = ? AND id != ?",
@@ -133,8 +158,16 @@ class BookSharing:
                     (rowid, model, vector),
                 )
         forgotten = 0
-        for memory_id in changes.forgotten:
-            forgotten += conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,)).rowcount
+        for kind, forgotten_id in changes.forgotten:
+            if kind == SCRATCHPAD:
+                conn.execute(
+                    "DELETE FROM scratchpad WHERE session_id = ? AND key = ?",
+                    json.loads(forgotten_id),
+                )
+            else:
+                forgotten += conn.execute(
+                    "DELETE FROM memories WHERE id = ?", (forgotten_id,)
+                ).rowcount
         if changes.rows or forgotten:
             self._bump(conn)  # the mirror reloads
         return forgotten
@@ -152,7 +185,8 @@ class BookSharing:
             self._bump(conn)
 
     def _send(self, conn: sqlite3.Connection, write: BookWrite) -> None:
-        """The memories this transaction changed, as the book's next version."""
+        """The memories and scratchpad notes this transaction changed, as the book's next
+        version."""
         from ..storage.postgres.memory_book import BookRow  # with a book only: psycopg's
 
         if conn.execute("SELECT 1 FROM temp.vx_changed LIMIT 1").fetchone() is None:
@@ -161,20 +195,30 @@ class BookSharing:
         selected = ", ".join(f"m.{c}" for c in columns)
         rows = conn.execute(
             f"SELECT {selected}, v.model, v.vector, m.rowid"
-            " FROM (SELECT DISTINCT id FROM temp.vx_changed) c JOIN memories m ON m.id = c.id"
+            " FROM (SELECT DISTINCT id FROM temp.vx_changed WHERE kind = 'memory') c"
+            " JOIN memories m ON m.id = c.id"
             " LEFT JOIN memory_vectors v ON v.memory_rowid = m.rowid ORDER BY m.rowid"
         ).fetchall()
         n = len(columns)
         present = [
-            BookRow(row[columns.index("id")], dict(zip(columns, row[:n], strict=True)), *row[n:])
+            BookRow(MEMORY, row[columns.index("id")], dict(zip(columns, row[:n], strict=True)),
+                    *row[n:])
             for row in rows
-        ]
-        forgotten = [
-            r[0]
-            for r in conn.execute(
-                "SELECT DISTINCT id FROM temp.vx_changed WHERE id NOT IN (SELECT id FROM memories)"
+        ]  # fmt: skip
+        present += [
+            BookRow(SCRATCHPAD, pad_id, {"session_id": session_id, "key": key, "text": text,
+                                         "updated_at": at}, None, None, 0)
+            for pad_id, session_id, key, text, at in conn.execute(
+                "SELECT DISTINCT c.id, p.session_id, p.key, p.text, p.updated_at"
+                " FROM temp.vx_changed c JOIN scratchpad p"
+                " ON c.id = json_array(p.session_id, p.key) WHERE c.kind = 'scratchpad'"
             )
-        ]
+        ]  # fmt: skip
+        forgotten = conn.execute(
+            "SELECT DISTINCT kind, id FROM temp.vx_changed c WHERE CASE kind"
+            " WHEN 'memory' THEN id NOT IN (SELECT id FROM memories)"
+            " ELSE id NOT IN (SELECT json_array(session_id, key) FROM scratchpad) END"
+        ).fetchall()
         version = write.save(present, forgotten)
         conn.execute("DELETE FROM temp.vx_changed")
         IndexDatabase.set_meta(conn, "book_version", str(version))

@@ -1,6 +1,7 @@
 """Memory books: the memories every server of a team shares, in the database.
 
-Each memory file of a vault (its `memory.db`, or one person's account file) is a book here.
+Each memory file of a vault (its `memory.db`, or one person's account file) is a book here:
+its memories, and its conversations' scratchpads.
 A server keeps its own file as the copy it searches (FTS5 and the vector mirror stay local
 and unchanged), and `memory.sharing` keeps that copy in step: it reads what changed since its
 last look before every read and write, and writes its own changes here in the same locked
@@ -23,9 +24,10 @@ _BOOK_LOCK = 0x766D656D  # "vmem"
 
 
 class BookRow(NamedTuple):
-    """One memory: its id, its columns, its vector's model and float32 bytes (or None), and
-    its row number in the file of the server that wrote it."""
+    """One row of a book: its kind (a memory, say) and id, its columns, its vector's model
+    and float32 bytes (or None), and its row number in the file of the server that wrote it."""
 
+    kind: str
     id: str
     row: dict[str, Any]
     model: str | None
@@ -35,12 +37,12 @@ class BookRow(NamedTuple):
 
 @dataclass(frozen=True)
 class BookChanges:
-    """What a book holds newer than some version: rows written, ids forgotten."""
+    """What a book holds newer than some version: rows written, (kind, id)s forgotten."""
 
     book_id: str
     version: int
     rows: list[BookRow]
-    forgotten: list[str]
+    forgotten: list[tuple[str, str]]
 
 
 class BookWrite:
@@ -58,25 +60,26 @@ class BookWrite:
         # In the order the memories were first written, so every copy numbers them in the
         # same order as their writer did (ties in ranking go to the lower number).
         rows = conn.execute(
-            "SELECT id, row, model, vector, born_rowid FROM memory_rows"
+            "SELECT kind, id, row, model, vector, born_rowid FROM memory_rows"
             " WHERE book = %s AND version > %s ORDER BY born, born_rowid",
             (name, since),
         ).fetchall()
         forgotten = conn.execute(
-            "SELECT id FROM memory_forgotten WHERE book = %s AND version > %s", (name, since)
+            "SELECT kind, id FROM memory_forgotten WHERE book = %s AND version > %s",
+            (name, since),
         ).fetchall()
         return BookChanges(
             book_id,
             int(version),
             [
-                BookRow(i, row, model, None if vec is None else bytes(vec), rowid)
-                for i, row, model, vec, rowid in rows
+                BookRow(kind, i, row, model, None if vec is None else bytes(vec), rowid)
+                for kind, i, row, model, vec, rowid in rows
             ],
-            [r[0] for r in forgotten],
+            [(kind, i) for kind, i in forgotten],
         )
 
-    def save(self, rows: Sequence[BookRow], forgotten: Sequence[str]) -> int:
-        """Write rows and forget ids as the book's next version; that version."""
+    def save(self, rows: Sequence[BookRow], forgotten: Sequence[tuple[str, str]]) -> int:
+        """Write rows and forget (kind, id)s as the book's next version; that version."""
         from psycopg.types.json import Json
 
         conn, name = self._conn, self._name
@@ -87,28 +90,40 @@ class BookWrite:
         with conn.cursor() as cur:
             if rows:
                 cur.executemany(
-                    "INSERT INTO memory_rows (book, id, version, row, model, vector, born,"
-                    " born_rowid) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
-                    " ON CONFLICT (book, id) DO UPDATE SET version = excluded.version,"
+                    "INSERT INTO memory_rows (book, kind, id, version, row, model, vector, born,"
+                    " born_rowid) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                    " ON CONFLICT (book, kind, id) DO UPDATE SET version = excluded.version,"
                     " row = excluded.row, model = excluded.model, vector = excluded.vector",
                     [
-                        (name, r.id, version, Json(r.row), r.model, r.vector, version, r.rowid)
+                        (
+                            name,
+                            r.kind,
+                            r.id,
+                            version,
+                            Json(r.row),
+                            r.model,
+                            r.vector,
+                            version,
+                            r.rowid,
+                        )
                         for r in rows
                     ],
                 )
                 cur.execute(
-                    "DELETE FROM memory_forgotten WHERE book = %s AND id = ANY(%s)",
-                    (name, [r.id for r in rows]),
+                    "DELETE FROM memory_forgotten WHERE book = %s"
+                    " AND (kind, id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
+                    (name, [r.kind for r in rows], [r.id for r in rows]),
                 )
             if forgotten:
                 cur.execute(
-                    "DELETE FROM memory_rows WHERE book = %s AND id = ANY(%s)",
-                    (name, list(forgotten)),
+                    "DELETE FROM memory_rows WHERE book = %s"
+                    " AND (kind, id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
+                    (name, [k for k, _ in forgotten], [i for _, i in forgotten]),
                 )
                 cur.executemany(
-                    "INSERT INTO memory_forgotten (book, id, version) VALUES (%s, %s, %s)"
-                    " ON CONFLICT (book, id) DO UPDATE SET version = excluded.version",
-                    [(name, memory_id, version) for memory_id in forgotten],
+                    "INSERT INTO memory_forgotten (book, kind, id, version) VALUES (%s, %s, %s, %s)"
+                    " ON CONFLICT (book, kind, id) DO UPDATE SET version = excluded.version",
+                    [(name, kind, i, version) for kind, i in forgotten],
                 )
         return int(version)
 

@@ -148,9 +148,10 @@ def _m003_faster_publish() -> str:
 def _m004_memory_books() -> str:
     return """
         -- Memories, shared by every server: each memory file (the vault's, or one person's
-        -- account) is a book. A row is one memory as the memory layer keeps it (its columns
-        -- as JSON: that layer owns them and their migrations), with its vector as float32
-        -- bytes; a hard-deleted memory leaves its id alone, so every copy forgets it too.
+        -- account) is a book. A row is one memory (or a conversation's scratchpad note) as
+        -- the memory layer keeps it (its columns as JSON: that layer owns them and their
+        -- migrations), with its vector as float32 bytes; a hard-deleted memory leaves its
+        -- id alone, so every copy forgets it too.
         -- A book's version moves on with every write; a row carries the version that
         -- wrote it, so a server reads only what changed since it last looked.
         CREATE TABLE memory_books (
@@ -161,6 +162,7 @@ def _m004_memory_books() -> str:
         );
         CREATE TABLE memory_rows (
             book text NOT NULL REFERENCES memory_books (name) ON DELETE CASCADE,
+            kind text NOT NULL,                -- memory | scratchpad
             id text NOT NULL,
             version bigint NOT NULL,
             row json NOT NULL,                 -- json, not jsonb: a memory may hold U+0000
@@ -168,14 +170,15 @@ def _m004_memory_books() -> str:
             vector bytea,
             born bigint NOT NULL,              -- the version that first wrote it
             born_rowid bigint NOT NULL,        -- and its row number in its writer's file
-            PRIMARY KEY (book, id)
+            PRIMARY KEY (book, kind, id)
         );
         CREATE INDEX memory_rows_version ON memory_rows (book, version);
         CREATE TABLE memory_forgotten (
             book text NOT NULL REFERENCES memory_books (name) ON DELETE CASCADE,
+            kind text NOT NULL,
             id text NOT NULL,
             version bigint NOT NULL,
-            PRIMARY KEY (book, id)
+            PRIMARY KEY (book, kind, id)
         );
         CREATE INDEX memory_forgotten_version ON memory_forgotten (book, version);
     """
