@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -413,3 +414,31 @@ def test_a_row_from_another_vaultctx_version_is_read_with_what_both_know(
     assert repo.get("older").summary == "" and repo.get("older").access_count == 0
     repo.close()
     reads.close()
+
+
+def test_a_turn_s_memory_outlives_a_database_restart(tmp_path: Path, monkeypatch):
+    """The background writer tries an unreachable database again: a turn remembered while
+    the database restarts is written once it is back, not counted as lost."""
+    from pg_server import EmbeddedPostgres
+
+    monkeypatch.setenv("VAULTCTX_ACCOUNT_DIR", str(tmp_path / "owner-account"))
+    root, second = two_hosts(tmp_path, VAULT)
+    with EmbeddedPostgres() as server:
+        url = server.create_database("outage")
+        with open_host(root, url) as ws:
+            ws.index()
+            ws.memory.add("The orchard has a gate", tier="workspace")  # the book exists
+            server.pause()
+            ws.memory.persist_turn(
+                f"The spare hive key is under the {SHARED} stone", session_id="s1", tier="channel",
+                channel="garden",
+            )  # fmt: skip
+            time.sleep(1.0)  # the writer met the database down, and waits
+            server.resume()
+            assert ws.memory.flush(timeout=60)
+            stats = ws.memory.stats
+            found = ws.memory.search("spare hive key", tier="channel", scope="garden")
+        with open_host(second, url) as other:
+            again = other.memory.search("spare hive key", tier="channel", scope="garden")
+    assert stats["errors"] == 0 and stats["written"] >= 1
+    assert any(SHARED in m.text for m in found) and any(SHARED in m.text for m in again)

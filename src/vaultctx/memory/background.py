@@ -4,7 +4,9 @@ Jobs go on a queue; one worker thread takes them in batches (so embeddings are c
 batch at a time), prepares them, then commits each job in its own transaction. A failure is
 logged and counted, never raised to the caller. `flush()` waits for everything submitted so
 far; clean interpreter exit flushes; a killed process loses at most the job in flight,
-because each commit is all-or-nothing.
+because each commit is all-or-nothing. A batch whose store cannot be reached (a team's
+database restarting: `IndexUnavailable`, met while preparing or committing) is tried again
+for about half a minute before it counts as failed.
 """
 
 from __future__ import annotations
@@ -13,17 +15,24 @@ import atexit
 import logging
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from ..errors import IndexUnavailable
+
 log = logging.getLogger(__name__)
 
 J = TypeVar("J")
 P = TypeVar("P")
+T = TypeVar("T")
+R = TypeVar("R")
 
 MAX_BATCH = 32
+# Waits before trying an unreachable store again: 31 s in all.
+RETRY_DELAYS_S = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 
 
 @dataclass(frozen=True)
@@ -129,7 +138,7 @@ class BackgroundWriter(Generic[J, P]):
     def _process(self, batch: list[J]) -> None:
         """Prepare must return one item per job; each item then commits on its own."""
         try:
-            prepared = self._prepare(batch)
+            prepared = _retrying(self._prepare, batch)
             if len(prepared) != len(batch):
                 raise RuntimeError(f"prepare returned {len(prepared)} items for {len(batch)} jobs")
         except Exception:
@@ -137,7 +146,7 @@ class BackgroundWriter(Generic[J, P]):
             prepared = []
             for job in batch:
                 try:
-                    items = self._prepare([job])
+                    items = _retrying(self._prepare, [job])
                     if len(items) != 1:
                         raise RuntimeError(f"prepare returned {len(items)} items for 1 job")
                     prepared.append(items[0])
@@ -146,7 +155,7 @@ class BackgroundWriter(Generic[J, P]):
                     self._finish()
         for item in prepared:
             try:
-                self._commit(item)
+                _retrying(self._commit, item)
             except Exception as exc:
                 self._failed("commit", exc)
             else:
@@ -164,6 +173,17 @@ class BackgroundWriter(Generic[J, P]):
         with self._done:
             self._finished += 1
             self._done.notify_all()
+
+
+def _retrying(step: Callable[[T], R], arg: T) -> R:
+    """`step(arg)`, tried again while the store is unreachable (`RETRY_DELAYS_S`)."""
+    for delay in RETRY_DELAYS_S:
+        try:
+            return step(arg)
+        except IndexUnavailable as exc:
+            log.warning("memory write waits %.2f s: %s", delay, exc)
+            time.sleep(delay)
+    return step(arg)
 
 
 def _flush_at_exit(ref: weakref.ref[BackgroundWriter]) -> None:
