@@ -74,7 +74,9 @@ def index(vault: str, no_embed: bool, from_database: bool, as_json: bool) -> Non
         console.print(
             f"Published to the database{' (everything)' if published['full'] else ''}:"
             f" {published['notes_written']} notes written, {published['notes_deleted']} deleted,"
-            f" {published['vectors']} vectors copied in {published['elapsed_ms'] / 1000:.2f}s."
+            f" {published['vectors']} vectors copied in {published['elapsed_ms'] / 1000:.2f}s;"
+            f" {published['memories']} memories shared"
+            f"{f', {moved} sessions moved in' if (moved := published['sessions']) else ''}."
         )
     console.print(
         f"{status.blocks} blocks, {status.links} links ({status.dangling_links} dangling), "
