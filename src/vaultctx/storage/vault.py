@@ -79,9 +79,13 @@ class Vault:
         # What select, related and refine read from the index (the writes go through `db`):
         # the SQLite index, or the PostgreSQL database it is published to.
         self._owns_reads = reads is None
-        self.reads: IndexReads = reads or (
-            SqliteReads(db) if config.database_url is None else _postgres_reads(config.database_url)
-        )
+        if reads is None:
+            reads = (
+                SqliteReads(db)
+                if config.database_url is None
+                else _postgres_reads(config.database_url)
+            )
+        self.reads: IndexReads = reads
         self.embedder = embedder
         self._write_lock = threading.Lock()
         self._graph_cache: tuple[str | None, nx.DiGraph] | None = None
