@@ -19,6 +19,7 @@ from ._lazy import lazy_exports
 from .errors import NoteNotFound, NotIndexed, VaultctxError
 from .permissions import VaultPolicy, confine
 from .storage import Embedder, IndexReport, IndexStatus, Vault, VaultWatcher
+from .storage.db import erase_tree
 from .storage.notefile import NoteText, read_note_file
 
 if TYPE_CHECKING:
@@ -153,6 +154,26 @@ class Workspace(Vault):
         restored = super().restore_from_database()
         move_sessions(self, back=True)
         return restored
+
+    def forget_departed(self) -> list[str]:
+        """On a team's database: erase this host's copies of the memories of people no
+        longer on the team (revoked, or removed); their names. A server does it as it
+        starts; `vaultctx team revoke --forget` on the host it runs on."""
+        from .memory.paths import PEOPLE_DIRNAME  # the memory package: only for a team
+
+        team = self.team
+        folder = self.db.path.parent / PEOPLE_DIRNAME
+        if team is None or not folder.is_dir():
+            return []
+        on_team = {p.name for p in team.people() if p.revoked_at is None}
+        gone = sorted(d for d in folder.iterdir() if d.is_dir() and d.name not in on_team)
+        for copy in gone:
+            with self._selector_lock:
+                made = self._people.pop(copy.name, None)
+            if made is not None:
+                made.close()  # its memory files are open
+            erase_tree(copy)
+        return [copy.name for copy in gone]
 
     # --- select --------------------------------------------------------------------------
 

@@ -442,3 +442,43 @@ def test_a_turn_s_memory_outlives_a_database_restart(tmp_path: Path, monkeypatch
             again = other.memory.search("spare hive key", tier="channel", scope="garden")
     assert stats["errors"] == 0 and stats["written"] >= 1
     assert any(SHARED in m.text for m in found) and any(SHARED in m.text for m in again)
+
+
+def test_a_person_revoked_with_forget_leaves_no_memory_behind(
+    hosts: tuple[Path, Path], postgres_url: str
+):
+    first, second = hosts
+    with open_host(first, postgres_url) as a, open_host(second, postgres_url) as b:
+        a.index()
+        alice, carol = a.team.add("alice"), a.team.add("carol")
+        add = {"text": f"My locker code is {ALICE}", "tier": "account"}
+        with (
+            LocalServer(a, watch=False, warm=False) as one,
+            LocalServer(b, watch=False, warm=False) as two,
+        ):
+            assert call(one, "POST", "/memory/add", add, token=alice)[0] == 200
+            assert ALICE in json.dumps(call(two, "POST", "/memory/search", LOCKER, token=alice))
+            call(two, "POST", "/memory/add", {"text": "Carol was here", "tier": "account"},
+                 token=carol)  # fmt: skip
+            assert a.team.revoke("alice", forget=True)
+            assert a.forget_departed() == ["alice"]  # this host's copy: erased now
+            again = a.team.add("alice")  # back on the team, with nothing remembered
+            later = call(two, "POST", "/memory/search", LOCKER, token=again)
+        copies = {host: host.parent / "index" / "people" for host in (first, second)}
+        assert not (copies[first] / "alice").exists()
+        held = b"".join(
+            f.read_bytes() for f in (copies[second] / "alice").rglob("*") if f.is_file()
+        )
+        assert ALICE.encode() not in held  # the other server dropped its stale copy
+        assert later[0] == 200 and ALICE not in json.dumps(later[2])
+        rows = PostgresReads(postgres_url)
+        stored = json.dumps(rows.query("SELECT row::text FROM memory_rows"))
+        rows.close()
+        assert ALICE not in stored
+        a.team.revoke("carol")
+        with LocalServer(b, watch=False, warm=False) as restarted:  # erases as it starts
+            assert call(restarted, "GET", "/health")[0] == 200
+        assert not (copies[second] / "carol").exists()
+
+
+LOCKER = {"query": "locker code", "tier": "account"}

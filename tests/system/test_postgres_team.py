@@ -19,7 +19,7 @@ from vaultctx import Workspace
 from vaultctx.cli import cli
 from vaultctx.errors import ConfigError
 from vaultctx.server.run import LocalServer
-from vaultctx.storage.postgres.team import Team
+from vaultctx.storage.postgres.team import Person, Team
 
 BUDGET = "ZEBRABUDGET"  # in a note hidden from bob, readable by alice
 ALICE = "ZEBRAALICE"  # in alice's account-tier memory
@@ -156,6 +156,17 @@ def test_the_team_commands(team_vault: Path, postgres_url: str):
     assert revoked.exit_code == 0 and "Revoked" in revoked.output
     again = runner.invoke(cli, ["team", "revoke", "dana", "-V", str(team_vault)], env=env)
     assert again.exit_code != 0 and "no token" in again.output
+    settings = {"embed": False, "database_url": postgres_url}  # the CLI's index folder
+    with Workspace.open(team_vault, settings) as ws:  # dana's memories, kept so far
+        ws.for_person(Person("dana")).memory.add("Dana's bike lock is 4321", tier="account")
+    copy = team_vault / ".vaultctx" / "people" / "dana"
+    assert copy.is_dir()
+    forgot = runner.invoke(
+        cli, ["team", "revoke", "dana", "--forget", "-V", str(team_vault), "--json"], env=env
+    )
+    assert forgot.exit_code == 0, forgot.output
+    assert json.loads(forgot.output) == {"name": "dana", "revoked": True, "forgotten": True}
+    assert not copy.exists()
     lonely = runner.invoke(cli, ["team", "list", "-V", str(team_vault)])
     assert lonely.exit_code != 0 and "database_url" in lonely.output
 

@@ -47,18 +47,27 @@ def add(name: str, deny: tuple[str, ...], vault: str, as_json: bool) -> None:
 
 @team.command()
 @click.argument("name")
+@click.option(
+    "--forget",
+    is_flag=True,
+    help="Also erase NAME's own memories: from the database and this host's copy at once,"
+    " from other servers' copies as they next start.",
+)
 @vault_option
 @json_option
-def revoke(name: str, vault: str, as_json: bool) -> None:
+def revoke(name: str, forget: bool, vault: str, as_json: bool) -> None:
     """Stop NAME's token at once."""
     with open_workspace(vault) as ws:
-        revoked = team_of(ws).revoke(name)
+        revoked = team_of(ws).revoke(name, forget=forget)
+        if forget:
+            ws.forget_departed()
     if not revoked:
-        raise ConfigError(f"{name} holds no token to revoke")
+        raise ConfigError(f"{name} holds no token to revoke" + (" nor memories" if forget else ""))
     if as_json:
-        emit_json({"name": name, "revoked": True})
+        emit_json({"name": name, "revoked": True, "forgotten": forget})
     else:
-        console.print(f"Revoked {escape(name)}'s token.")
+        erased = " and erased their memories" if forget else ""
+        console.print(f"Revoked {escape(name)}'s token{erased}.")
 
 
 @team.command("list")

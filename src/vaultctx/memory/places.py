@@ -56,7 +56,10 @@ class MemoryPlaces:
             with self._lock:
                 if self._account is None:
                     self._account = MemoryRepository(
-                        self._account_path, model_id=self.repo.model_id, book=self._account_book
+                        self._account_path,
+                        model_id=self.repo.model_id,
+                        book=self._account_book,
+                        merges_stale_copy=False,  # a person's book is dropped to erase it
                     )
         return self._account
 

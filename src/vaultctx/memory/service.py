@@ -156,12 +156,8 @@ class AgentMemoryFacade:
                 else None
             ),
             user=person.name if person is not None else None,
-            book=vault.memory_book("vault", str(vault.root)),
-            account_book=(
-                vault.memory_book(f"person:{person.name}", person.name)
-                if person is not None
-                else None
-            ),
+            book=vault.memory_book(),
+            account_book=vault.memory_book(person.name) if person is not None else None,
             private_tiers=frozenset(
                 {Tier.ACCOUNT} if person is None else {Tier.ACCOUNT, Tier.CONVERSATION}
             ),

@@ -62,6 +62,10 @@ class BookSharing:
     db: IndexDatabase
     book: MemoryBook | None
     local_scope: str | None  # this host's workspace scope, when it differs from the book's
+    # A copy of a book that was dropped and made anew: merged into the new one (the vault's
+    # memories, which a lost database must not take with it), or dropped (a person's, which
+    # `team revoke --forget` erased on purpose).
+    merges_stale_copy: bool
     connect: Callable[[], sqlite3.Connection]
     _bump: Callable[[sqlite3.Connection], int]
     _erase_leftovers: Callable[[], None]
@@ -107,11 +111,15 @@ class BookSharing:
         known_id, known_version = _known(conn)
         changes = write.changes(known_version if known_id else 0)
         first = known_id != changes.book_id
-        if first:  # this copy meets the book: take the book's, then send all of its own
-            changes = write.changes(0) if known_id else changes
-        forgotten = self._apply(conn, changes)
+        forgotten = 0
+        if first and known_id:  # a copy of the book as it was before it was made anew
+            changes = write.changes(0)
+            if not self.merges_stale_copy:
+                forgotten = conn.execute("DELETE FROM memories").rowcount
+                conn.execute("DELETE FROM scratchpad")
+        forgotten += self._apply(conn, changes)
         conn.execute("DELETE FROM temp.vx_changed")
-        if first:  # this host's workspace memories join the book's workspace scope
+        if first:  # the rest of this copy joins the book, its workspace memories its scope
             _rescope(conn, self.local_scope, self.book.scope)
             conn.execute("INSERT INTO temp.vx_changed SELECT 'memory', id FROM memories")
             conn.execute(

@@ -57,12 +57,15 @@ class MemoryRepository(DraftMerging, BookSharing):
         model_id: str | None = None,
         book: MemoryBook | None = None,
         local_scope: str | None = None,
+        merges_stale_copy: bool = True,
     ) -> None:
-        """`local_scope`: this host's workspace scope, which the book's replaces."""
+        """`local_scope`: this host's workspace scope, which the book's replaces;
+        `merges_stale_copy`: see `BookSharing`."""
         self.path = path
         self.model_id = model_id  # vectors of other models are ignored
         self.book = book
         self.local_scope = local_scope
+        self.merges_stale_copy = merges_stale_copy
         self.db = IndexDatabase(path, migrate=migrate_memory)
         self.mirror = VectorMirror()
         self._secure = threading.local()

@@ -89,6 +89,7 @@ class LocalServer:
         try:
             if self.warm:
                 self.workspace.warm_up(use_vectors=self.workspace.config.embed)
+            self.workspace.forget_departed()  # people let go since: their memories' copies
             if self.watch:
                 self.watcher = self.workspace.watch()
             app = create_app(

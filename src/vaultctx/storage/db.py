@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -62,6 +63,18 @@ def private_file(path: Path) -> Path:
             if os.stat(f"{path}{suffix}").st_mode & 0o077:
                 os.chmod(f"{path}{suffix}", PRIVATE_FILE)
     return path
+
+
+def erase_tree(path: Path) -> None:
+    """Delete a folder after overwriting each of its files with zeros: what it held (say,
+    someone's memories) is not left readable in the freed blocks of the file system (as far
+    as the file system writes in place)."""
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        with contextlib.suppress(OSError), open(file, "r+b") as handle:
+            handle.write(bytes(os.fstat(handle.fileno()).st_size))
+            handle.flush()
+            os.fsync(handle.fileno())
+    shutil.rmtree(path, ignore_errors=True)
 
 
 class IndexDatabase:

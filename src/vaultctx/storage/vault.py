@@ -175,14 +175,17 @@ class Vault:
 
         return Team(self.reads.query)  # type: ignore[attr-defined]
 
-    def memory_book(self, name: str, scope: str) -> MemoryBook | None:
-        """The database's memory book `name` (made, with `scope` as its workspace scope, if
-        new), which every server of the team shares; None on the SQLite index."""
+    def memory_book(self, person: str | None = None) -> MemoryBook | None:
+        """The database's book of the vault's memories — or of one `person`'s own — which
+        every server of the team shares (made if new: the vault's with this host's path as
+        its workspace scope); None on the SQLite index."""
         if self.config.database_url is None:
             return None
-        from .postgres.memory_book import MemoryBook
+        from .postgres.memory_book import VAULT_BOOK, MemoryBook, person_book
 
-        return MemoryBook(self.reads, name, scope)  # type: ignore[arg-type]
+        if person is None:
+            return MemoryBook(self.reads, VAULT_BOOK, str(self.root))  # type: ignore[arg-type]
+        return MemoryBook(self.reads, person_book(person), person)  # type: ignore[arg-type]
 
     def session_shelf(self) -> SessionShelf | None:
         """The agent sessions of the database (`database_url`), which every server of the

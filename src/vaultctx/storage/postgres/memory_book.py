@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -21,6 +21,12 @@ from .reads import PostgresReads
 
 # pg_advisory_xact_lock(class, key): the class of memory books' write locks.
 _BOOK_LOCK = 0x766D656D  # "vmem"
+VAULT_BOOK = "vault"  # the vault's memory.db
+
+
+def person_book(name: str) -> str:
+    """The book of a team member's own memories (their account file)."""
+    return f"person:{name}"
 
 
 class BookRow(NamedTuple):
@@ -130,19 +136,24 @@ class BookWrite:
 
 class MemoryBook:
     """One book of the database, made (with `scope` as its workspace scope) when first
-    opened; `scope` is then the book's, whoever opens it later and wherever their vault is."""
+    opened; `scope` is then the book's, whoever opens it later and wherever their vault is.
+    A book dropped meanwhile (`Team.revoke(forget=True)`) is made anew at the next write,
+    with a new id."""
 
     def __init__(self, reads: PostgresReads, name: str, scope: str) -> None:
         self.reads = reads
         self.name = name
-        reads.query(
+        self.scope = scope
+        self.scope = self._made(reads.query)
+
+    def _made(self, query: Callable[..., list[tuple]]) -> str:
+        """Make the book if it is not there; its scope."""
+        query(
             "INSERT INTO memory_books (name, book_id, scope) VALUES (%s, %s, %s)"
             " ON CONFLICT (name) DO NOTHING",
-            (name, uuid.uuid4().hex, scope),
+            (self.name, uuid.uuid4().hex, self.scope),
         )
-        self.scope: str = reads.query("SELECT scope FROM memory_books WHERE name = %s", (name,))[0][
-            0
-        ]
+        return query("SELECT scope FROM memory_books WHERE name = %s", (self.name,))[0][0]
 
     def head(self) -> tuple[str, int]:
         """The book's id (new when it was made anew) and its current version."""
@@ -157,4 +168,9 @@ class MemoryBook:
         server writes a book in turn, each after reading what the one before wrote."""
         with self.reads.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_BOOK_LOCK, self.name))
+            self._made(lambda sql, args: _rows(conn.execute(sql, args)))
             yield BookWrite(conn, self.name)
+
+
+def _rows(cursor: Any) -> list[tuple]:
+    return cursor.fetchall() if cursor.description is not None else []

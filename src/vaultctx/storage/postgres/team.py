@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ConfigError
+from .memory_book import person_book
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 
@@ -61,13 +62,20 @@ class Team:
             raise ConfigError(f"{name} is already on the team: revoke them first for a new token")
         return token
 
-    def revoke(self, name: str) -> bool:
-        """Stop the person's token; False when no such person holds one."""
+    def revoke(self, name: str, *, forget: bool = False) -> bool:
+        """Stop the person's token; False when no such person holds one. With `forget`,
+        their own memories (their book) are erased from the database too — or, for someone
+        revoked before, only that."""
         revoked = self._query(
             "UPDATE people SET revoked_at = now() WHERE name = %s AND revoked_at IS NULL"
             " RETURNING name",
             (name,),
         )
+        if forget:
+            erased = self._query(
+                "DELETE FROM memory_books WHERE name = %s RETURNING name", (person_book(name),)
+            )
+            return bool(revoked or erased)
         return bool(revoked)
 
     def people(self) -> list[Person]:
