@@ -88,6 +88,8 @@ LLM_EXTRACT_TIMEOUT = 30.0  (memory/extract.py)
     untuned: extraction runs in the background writer
 MAX_BATCH = 32  (memory/background.py)
     untuned: writes the background writer commits at once
+RETRY_DELAYS_S = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)  (memory/background.py)
+    untuned: waits before the writer tries an unreachable team database again, 31 s in all
 """
 
 from __future__ import annotations
