@@ -207,9 +207,11 @@ class Workspace(Vault):
 
             with self._selector_lock:
                 if self._memory is None:
+                    shared = self._team_server  # its vault memory: one copy for everyone
                     self._memory = AgentMemoryFacade.for_vault(
-                        self, self._embed_query, policy=self.policy, person=self.person
-                    )
+                        self, self._embed_query, policy=self.policy, person=self.person,
+                        vault_memory=None if shared is None else shared.memory.repo,
+                    )  # fmt: skip
         return self._memory
 
     def _embed_query(self, text: str) -> Any:

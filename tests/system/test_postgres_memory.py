@@ -462,6 +462,7 @@ def test_a_person_revoked_with_forget_leaves_no_memory_behind(
                  token=carol)  # fmt: skip
             assert a.team.revoke("alice", forget=True)
             assert a.forget_departed() == ["alice"]  # this host's copy: erased now
+            assert a.memory.search("locker code") == []  # the vault's memory stays open
             again = a.team.add("alice")  # back on the team, with nothing remembered
             later = call(two, "POST", "/memory/search", LOCKER, token=again)
         copies = {host: host.parent / "index" / "people" for host in (first, second)}

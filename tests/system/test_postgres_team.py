@@ -238,6 +238,8 @@ def test_a_team_server_keeps_one_copy_of_the_index_for_all_its_people(
         assert all(p.reads is ws.reads for p in people)
         assert all(p.selector.vectors is ws.selector.vectors for p in people)
         assert all(p.selector.graph is ws.selector.graph for p in people)
+        assert all(p.memory.repo is ws.memory.repo for p in people)  # the vault's memory too
+        assert len({id(p.memory.places.account(create=True)) for p in people}) == len(people)
     assert all(status == 200 for status, _, _ in answers)
     hidden = [BUDGET in json.dumps(body) for _, _, body in answers]
     assert hidden == [True, False] * 4  # one copy, each person's own policy still

@@ -33,10 +33,13 @@ class MemoryPlaces:
         user: str,
         account_book: MemoryBook | None = None,
         private_tiers: frozenset[Tier] = frozenset({Tier.ACCOUNT}),
+        owns_repo: bool = True,
     ) -> None:
         """`account_book`: the account's book in a team's database, `account_path` its copy.
-        `private_tiers`: the tiers kept in the account's database, not the vault's."""
+        `private_tiers`: the tiers kept in the account's database, not the vault's.
+        `owns_repo`: False when `repo` is shared (and stays open on `close`)."""
         self.repo = repo
+        self._owns_repo = owns_repo
         self.vault_scope = vault_scope
         self.user = user
         self.private_tiers = private_tiers
@@ -137,6 +140,7 @@ class MemoryPlaces:
         return tier, self.scope_for(tier, session_id=session_id, channel=channel)
 
     def close(self) -> None:
-        self.repo.close()
+        if self._owns_repo:
+            self.repo.close()
         if self._account is not None:
             self._account.close()

@@ -85,20 +85,27 @@ class AgentMemoryFacade:
         book: MemoryBook | None = None,
         account_book: MemoryBook | None = None,
         private_tiers: frozenset[Tier] = frozenset({Tier.ACCOUNT}),
+        vault_memory: MemoryRepository | None = None,
     ) -> None:
         """`policy` hides from every search the memories drawn from notes it does not let a
         client read. On a team's database, `book` and `account_book` are the books the
         vault's file and the account's are copies of; the workspace scope is then the
         book's (`vault_scope` is this host's, which it replaces). `private_tiers` live in
-        the account's database (a team member's conversations too)."""
+        the account's database (a team member's conversations too). `vault_memory`: the
+        vault's database open already (a team server's, which its people share; `close`
+        leaves it open), instead of `path`'s."""
         model_id = embedder.model_id if embedder is not None else None
+        repo = vault_memory or MemoryRepository(
+            Path(path), model_id=model_id, book=book, local_scope=vault_scope
+        )
         self.places = MemoryPlaces(
-            MemoryRepository(Path(path), model_id=model_id, book=book, local_scope=vault_scope),
+            repo,
             account_path or account_dir() / ACCOUNT_DB,
-            vault_scope=vault_scope if book is None else book.scope,
+            vault_scope=vault_scope if repo.book is None else repo.book.scope,
             user=user or _user(),
             account_book=account_book,
             private_tiers=private_tiers,
+            owns_repo=vault_memory is None,
         )
         self.embedder = embedder
         self._embed_query = embed_query or (embedder.encode_query if embedder else None)
@@ -124,6 +131,7 @@ class AgentMemoryFacade:
         *,
         policy: VaultPolicy | None = None,
         person: Person | None = None,
+        vault_memory: MemoryRepository | None = None,
     ) -> AgentMemoryFacade:
         """Memory beside the vault's index (`memory.db`), the account's under the user data
         dir — or, for one `person` of a team, in their own folder beside the index, with
@@ -156,11 +164,12 @@ class AgentMemoryFacade:
                 else None
             ),
             user=person.name if person is not None else None,
-            book=vault.memory_book(),
+            book=vault.memory_book() if vault_memory is None else None,
             account_book=vault.memory_book(person.name) if person is not None else None,
             private_tiers=frozenset(
                 {Tier.ACCOUNT} if person is None else {Tier.ACCOUNT, Tier.CONVERSATION}
             ),
+            vault_memory=vault_memory,
         )
 
     @property
