@@ -90,6 +90,12 @@ class Config(BaseModel):
         description="a PostgreSQL database (postgresql://user@host/db) that `index` publishes"
         " to and every read comes from, shared by a team's servers; unset: the SQLite index",
     )
+    ann_min_vectors: int = Field(
+        500_000,
+        ge=0,
+        description="block vectors from which a PostgreSQL index (database_url) gets an HNSW"
+        " index, which select's vector search asks instead of scanning every vector",
+    )
     chunk_tokens: int = Field(200, ge=32, le=2048, description="max tokens per block")
     index_workers: int | None = Field(
         None,

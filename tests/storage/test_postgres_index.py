@@ -477,3 +477,36 @@ def test_touches_made_through_the_database_outlive_a_full_publish(example_vault,
         assert_database_matches(vault, pg)
         reads.close()
     vault.close()
+
+
+def test_the_hnsw_index_finds_the_nearest_blocks(example_vault: Path, postgres_url):
+    """Past `ann_min_vectors` a publish gives the model's vectors an HNSW index (once), and
+    the database answers a vector's nearest blocks from it; without one it says so (None),
+    as the SQLite index always does."""
+    import numpy as np
+
+    vault = Vault.open(example_vault)
+    vault.index()
+    lite = SqliteReads(vault.db)
+    model = lite.meta("embedding_model")
+    rows = [row for chunk in lite.vector_rows(model, 500) for row in chunk]
+    blocks = np.array([block for block, _, _ in rows])
+    matrix = np.stack([np.frombuffer(vector, dtype=np.float32) for _, _, vector in rows])
+    reads = PostgresReads(postgres_url)
+    try:
+        with connect(postgres_url) as pg:
+            assert not publish(vault.db, pg, None, len(rows) + 1).ann_index_built
+            assert reads.nearest_blocks(model, matrix[0], 5) is None
+            assert publish(vault.db, pg, None, len(rows)).ann_index_built
+            assert not publish(vault.db, pg, None, 0).ann_index_built  # built once
+        for i in (0, len(rows) // 2, len(rows) - 1):
+            nearest = reads.nearest_blocks(model, matrix[i], 5)
+            exact = blocks[np.argsort(-(matrix @ matrix[i]), kind="stable")[:5]]
+            assert nearest is not None and blocks[i] in nearest
+            assert set(nearest) == set(exact.tolist())
+        assert len(reads.nearest_blocks(model, matrix[0], 10_000)) == len(rows)
+        assert reads.nearest_blocks("another-model", matrix[0], 5) is None
+        assert lite.nearest_blocks(model, matrix[0], 5) is None
+    finally:
+        reads.close()
+        vault.close()

@@ -48,6 +48,20 @@ def test_what_the_vault_hides_or_ignores_never_reaches_the_database(vault, postg
     assert "ignor" not in terms and "hidden" not in terms
 
 
+def test_the_nearest_neighbour_index_never_shows_a_denied_note(vault, postgres_url, embedder):
+    """The HNSW index holds every vector in the database, a denied note's too: the blocks it
+    returns are filtered as the scan's are, for a server that asks it."""
+    settings = {"database_url": postgres_url, "ann_min_vectors": 0}
+    with Workspace.open(vault, settings, embedder=embedder) as indexer:
+        assert indexer.index().published["ann_index_built"]
+    index_dir = str(vault.parent / "elsewhere")
+    with Workspace.open(vault, {**settings, "index_dir": index_dir}, embedder=embedder) as ws:
+        shown = [ws.select(q, k=20) for q in (*QUERIES, SECRET)]
+        assert {s.diagnostics["vector_pass"] for s in shown} == {"index"}
+        assert not leaks([s.contract()["candidates"] for s in shown])  # the query may name it
+        assert any(PUBLIC in json.dumps(s.contract()) for s in shown)
+
+
 def test_select_related_and_names_never_show_a_hidden_note(vault, postgres_url):
     published(vault, postgres_url)
     with elsewhere(vault, postgres_url) as ws:

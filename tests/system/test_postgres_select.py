@@ -39,6 +39,36 @@ def test_select_reads_the_same_ranking_from_postgresql(example_vault: Path, post
         assert [c.id for c in ws.related("Varroa mites", k=5).candidates] == related
 
 
+def test_select_through_the_nearest_neighbour_index_answers_as_the_scan(
+    example_vault: Path, postgres_url, embedder
+):
+    """Past `ann_min_vectors` select's first vector pass scores the blocks the database's
+    HNSW index returns instead of every vector. On a vault smaller than the index's search
+    width that is every block, so the answers are the scan's, score for score: plain, with
+    filters (scored exactly within them), and for `related`. Below the setting the scan
+    runs, index or not."""
+    filters = {"path": "Journal"}
+    settings = {"database_url": postgres_url, "ann_min_vectors": 0}
+    with Workspace.open(example_vault, settings, embedder=embedder) as ws:
+        assert ws.index().published["ann_index_built"]
+        approximate = selected(ws)
+        narrowed = [
+            (c.id, round(c.score, 9)) for c in ws.select("mites", filters=filters).candidates
+        ]
+        related = [(c.id, round(c.score, 9)) for c in ws.related("Varroa mites", k=5).candidates]
+        assert ws.select(QUERIES[0]).diagnostics["vector_pass"] == "index"
+        assert ws.select("mites", filters=filters).diagnostics["vector_pass"] == "scan"
+    with Workspace.open(example_vault, {"database_url": postgres_url}, embedder=embedder) as ws:
+        assert ws.select(QUERIES[0]).diagnostics["vector_pass"] == "scan"
+        assert selected(ws) == approximate
+        assert [
+            (c.id, round(c.score, 9)) for c in ws.select("mites", filters=filters).candidates
+        ] == narrowed
+        assert [
+            (c.id, round(c.score, 9)) for c in ws.related("Varroa mites", k=5).candidates
+        ] == related
+
+
 def test_a_touch_is_context_for_every_server_of_the_database(
     example_vault: Path, postgres_url, embedder
 ):

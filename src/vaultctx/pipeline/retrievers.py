@@ -32,6 +32,7 @@ from .note_ranking import (
     FEEDBACK_POOL,
     FEEDBACK_WEIGHT,
     NOTE_DEPTH,
+    SPREAD_SAMPLE,
     VECTOR_DEPTH,
     cosine_spread,
     length_corrected,
@@ -79,7 +80,9 @@ class Run:
     pool: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     notes: list[Hit] = field(default_factory=list)  # vector: notes by their best block
     maxima: tuple[np.ndarray, np.ndarray] | None = None  # vector: every note's best score
-    scores: np.ndarray | None = None  # vector: the first pass, one score per row
+    scores: np.ndarray | None = None  # vector: the first pass, one score per row of `rows`
+    rows: np.ndarray | None = None  # vector: the rows the first pass scored; None: every row
+    approximate: bool = False  # vector: the index's nearest neighbours chose those rows
     spread: float = 0.0  # vector: the standard deviation of the first pass's scores
 
 
@@ -186,24 +189,58 @@ def vector_run(
     allowed: set[int] | None,
     hidden: frozenset[int],
     out_vector: list[np.ndarray | None],
+    nearest: Callable[[np.ndarray, int], list[int] | None] | None = None,
 ) -> Run:
     """The first pass of vector search: every block scored against the query's embedding
     (`embed`, which it stores in `out_vector`), the best blocks, and the pool of rows
-    feedback scores again. A broken model is the run's error, not select's."""
+    feedback scores again. A broken model is the run's error, not select's.
+
+    With `nearest` (the index's approximate nearest neighbours, for a matrix too large to
+    scan at every query), the pass scores only the blocks it returns, or the allowed notes'
+    blocks when filters narrow the search; the spread then comes from a strided sample of
+    the whole matrix, as it would from a full pass."""
     t0 = time.perf_counter()
     try:
         vectors = matrix()
         vector = out_vector[0] if out_vector[0] is not None else embed()
         out_vector[0] = vector
-        scores = vectors.scores(
-            vector, _sorted_ids(allowed), hidden_notes=_sorted_ids(hidden or None)
+        notes_allowed, notes_hidden = _sorted_ids(allowed), _sorted_ids(hidden or None)
+        rows, approximate = (
+            (None, False)
+            if nearest is None
+            else _candidate_rows(vectors, vector, notes_allowed, nearest)
         )
+        scores = vectors.scores(vector, notes_allowed, rows=rows, hidden_notes=notes_hidden)
+        spread_scores = scores
+        if rows is not None:
+            sample = np.arange(0, vectors.size, max(1, vectors.size // SPREAD_SAMPLE))
+            spread_scores = vectors.scores(
+                vector, notes_allowed, rows=sample, hidden_notes=notes_hidden
+            )
     except Exception as exc:  # a broken model must not take select down with it
         return Run([], (time.perf_counter() - t0) * 1000, f"embed: {model_failure(exc)}")
-    run = Run(ms=0.0, scores=scores, spread=cosine_spread(scores))
-    _fill_block_hits(run, vectors, scores, pool=FEEDBACK_POOL)
+    run = Run(ms=0.0, scores=scores, rows=rows, spread=cosine_spread(spread_scores))
+    run.approximate = approximate
+    _fill_block_hits(run, vectors, scores, rows=rows, pool=FEEDBACK_POOL)
     run.ms = (time.perf_counter() - t0) * 1000
     return run
+
+
+def _candidate_rows(
+    vectors: VectorMatrix,
+    vector: np.ndarray,
+    allowed: np.ndarray | None,
+    nearest: Callable[[np.ndarray, int], list[int] | None],
+) -> tuple[np.ndarray | None, bool]:
+    """The rows an approximate first pass scores, and whether the index chose them: the
+    allowed notes' (exact within the filters), else the nearest blocks the index knows;
+    None (every row) when it has no such index."""
+    if allowed is not None:
+        return vectors.rows_for_notes(allowed), False
+    found = nearest(vector, FEEDBACK_POOL)
+    if found is None:
+        return None, False
+    return vectors.rows_for_blocks(np.unique(np.asarray(found, dtype=np.int64))), True
 
 
 def feedback(
@@ -230,7 +267,7 @@ def feedback(
     rows = matrix.rows_for_blocks(np.sort(_block_ids(top[:FEEDBACK_DOCS])))
     if rows.size == 0:
         if run.scores is not None:
-            _fill_notes(run, matrix, run.scores)
+            _fill_notes(run, matrix, run.scores, rows=run.rows)
         return
     refined = query_vector + FEEDBACK_WEIGHT * matrix.matrix[rows].mean(axis=0)
     refined /= np.linalg.norm(refined) or 1.0

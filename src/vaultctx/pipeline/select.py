@@ -315,17 +315,20 @@ class Selector:
         self, search: Search, model: str, out_vector: list[np.ndarray | None]
     ) -> Future[Run] | None:
         """The vector run, in a worker thread (the model releases the GIL while encoding);
-        None when there is nothing to search."""
+        None when there is nothing to search. Past `ann_min_vectors` blocks it asks the
+        index's nearest-neighbour index first, when the index has one."""
         if not search.on("vector") or search.store_size == 0 or search.allowed == set():
             return None
-        generation = search.generation
+        generation, reads = search.generation, search.reads
+        approximate = search.store_size >= self.ws.config.ann_min_vectors
         return self._executor().submit(
             vector_run,
-            lambda: self.vectors.get(search.reads, generation, model),
+            lambda: self.vectors.get(reads, generation, model),
             lambda: self.embed_query(search.text),
             allowed=search.allowed,
             hidden=search.hidden,
             out_vector=out_vector,
+            nearest=(lambda v, n: reads.nearest_blocks(model, v, n)) if approximate else None,
         )
 
     def _start_plugins(self, search: Search) -> dict[str, Future[Run]]:

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .lexical import FtsTerms, LexicalQuery, run_bm25
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .db import IndexDatabase
 
 
@@ -138,6 +140,10 @@ class IndexReads(Protocol):
     def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, bytes]]]:
         """(block id, note id, float32 vector bytes) of those blocks, `chunk` rows at a time,
         in any order."""
+
+    def nearest_blocks(self, model: str, vector: np.ndarray, n: int) -> list[int] | None:
+        """The blocks of the (about) n vectors nearest the query's, by the index's own
+        approximate nearest-neighbour index; None when it has none for `model`."""
 
     def record_access(self, note_id: int, at: float, kind: str) -> None:
         """The one write at query time: the user opened or touched a note (graph context)."""
@@ -510,6 +516,9 @@ class SqliteReads:
             )
             .fetchone()[0]
         )
+
+    def nearest_blocks(self, model: str, vector: np.ndarray, n: int) -> list[int] | None:
+        return None  # every vector is in memory: select scans them exactly
 
     def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, bytes]]]:
         """In the embeddings' own key order: asked for in block order, SQLite sorts every
