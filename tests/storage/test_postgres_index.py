@@ -510,3 +510,34 @@ def test_the_hnsw_index_finds_the_nearest_blocks(example_vault: Path, postgres_u
     finally:
         reads.close()
         vault.close()
+
+
+def test_a_database_of_the_last_schema_is_upgraded_with_its_rankings(example_vault, postgres_url):
+    """Schema 6 gives each posting its block's token count and note; a database published
+    before it gets them from its blocks as it is opened, and ranks exactly as it did."""
+    vault = Vault.open(example_vault)
+    vault.index()
+    with connect(postgres_url) as pg:
+        publish(vault.db, pg, None)
+    reads = PostgresReads(postgres_url)
+    queries = ["varroa mites treatment", "hiv* inspection", '"queen cell" swarm']
+    before = [ranked(reads, q)[1] for q in queries]
+    reads.close()
+    with connect(postgres_url) as pg:  # back to schema 5's postings
+        pg.execute(
+            "ALTER TABLE postings DROP CONSTRAINT postings_pkey;"
+            " ALTER TABLE postings DROP COLUMN ntok, DROP COLUMN note_id;"
+            " ALTER TABLE postings ADD PRIMARY KEY (term, block_id);"
+            " UPDATE vx_schema SET version = 5"
+        )
+    reads = PostgresReads(postgres_url)  # opening it migrates
+    try:
+        assert [ranked(reads, q)[1] for q in queries] == before
+        assert reads.query(
+            "SELECT count(*) FROM postings p JOIN blocks b ON b.id = p.block_id"
+            " WHERE p.ntok != b.ntok OR p.note_id != b.note_id"
+        ) == [(0,)]
+        assert reads.query("SELECT version FROM vx_schema") == [(6,)]
+    finally:
+        reads.close()
+        vault.close()

@@ -28,26 +28,48 @@ K1 = 1.2
 B = 0.75
 IDF_FLOOR = 1e-6
 
+# Each query term's rows, scored as FTS5 scores them: the IDF is the caller's (from the
+# term's block count), and each row carries its block's token count and note, so the whole
+# statement is an index-only scan of the postings' key (which includes them) and one
+# aggregation. The filters apply to the scanned rows (materialised: with or without filters,
+# a block's terms are summed in one order, so a filter never moves a score by a rounding).
+_TERMS_BM25 = """
+WITH it(term, idf) AS (SELECT * FROM unnest(%(terms)s::text[], %(idfs)s::float8[])),
+hit AS MATERIALIZED (
+    SELECT p.block_id, p.note_id, it.idf, p.ntok,
+           %(w0)s * p.tf_title + %(w1)s * p.tf_heading + %(w2)s * p.tf_text AS f
+    FROM it JOIN postings p ON p.term = it.term
+)
+SELECT block_id,
+       sum(idf * f * (%(k1)s + 1) / (f + %(k1)s * (1 - %(b)s + %(b)s * ntok / %(avgdl)s)))
+           AS score
+FROM hit
+WHERE (%(allowed)s::bigint[] IS NULL OR note_id = ANY(%(allowed)s::bigint[]))
+  AND NOT (note_id = ANY(%(hidden)s::bigint[]))
+GROUP BY block_id
+ORDER BY score DESC, block_id
+LIMIT %(limit)s
+"""
+# The same with prefixes: a prefix's terms count together in a block, as one phrase of FTS5's.
 _ITEMS_BM25 = """
-WITH it(item, term) AS (SELECT * FROM unnest(%(items)s::int[], %(terms)s::text[])),
-hit AS (
-    SELECT it.item, p.block_id,
+WITH it(item, term, idf) AS (
+    SELECT * FROM unnest(%(items)s::int[], %(terms)s::text[], %(idfs)s::float8[])
+),
+hit AS MATERIALIZED (
+    SELECT it.item, p.block_id, min(p.note_id) AS note_id, min(it.idf) AS idf,
+           min(p.ntok) AS ntok,
            sum(%(w0)s * p.tf_title + %(w1)s * p.tf_heading + %(w2)s * p.tf_text) AS f
     FROM it JOIN postings p ON p.term = it.term
     GROUP BY it.item, p.block_id
-),
-idf AS (
-    SELECT item, greatest(ln((%(rows)s - count(*) + 0.5) / (count(*) + 0.5)), %(floor)s) AS idf
-    FROM hit GROUP BY item
 )
-SELECT h.block_id,
-       sum(idf.idf * h.f * (%(k1)s + 1)
-           / (h.f + %(k1)s * (1 - %(b)s + %(b)s * b.ntok / %(avgdl)s))) AS score
-FROM hit h JOIN idf USING (item) JOIN blocks b ON b.id = h.block_id
-WHERE (%(allowed)s::bigint[] IS NULL OR b.note_id = ANY(%(allowed)s::bigint[]))
-  AND NOT (b.note_id = ANY(%(hidden)s::bigint[]))
-GROUP BY h.block_id
-ORDER BY score DESC, h.block_id
+SELECT block_id,
+       sum(idf * f * (%(k1)s + 1) / (f + %(k1)s * (1 - %(b)s + %(b)s * ntok / %(avgdl)s)))
+           AS score
+FROM hit
+WHERE (%(allowed)s::bigint[] IS NULL OR note_id = ANY(%(allowed)s::bigint[]))
+  AND NOT (note_id = ANY(%(hidden)s::bigint[]))
+GROUP BY block_id
+ORDER BY score DESC, block_id
 LIMIT %(limit)s
 """
 
@@ -237,29 +259,45 @@ class PostgresReads:
         rows: float,
         avgdl: float,
     ) -> list[tuple[int, float]]:
-        """Terms and prefixes, OR'ed: one statement."""
-        pairs = [(i, term) for i, terms in enumerate(items) for term in terms]
-        if not pairs:
+        """Terms and prefixes, OR'ed: one statement (the prefixes' block counts first)."""
+        held = [terms for terms in items if terms]
+        if not held:
             return []
-        found = self.query(
-            _ITEMS_BM25,
-            {
-                "items": [i for i, _ in pairs],
-                "terms": [t for _, t in pairs],
-                "w0": float(weights[0]),
-                "w1": float(weights[1]),
-                "w2": float(weights[2]),
-                "rows": rows,
-                "floor": IDF_FLOOR,
-                "k1": K1,
-                "b": B,
-                "avgdl": avgdl,
-                "allowed": sorted(allowed) if allowed is not None else None,
-                "hidden": sorted(hidden),
-                "limit": limit,
-            },
-        )
+        idfs = [idf_of(rows, holding) for holding in self._item_counts(held)]
+        params: dict[str, Any] = {
+            "terms": [term for terms in held for term in terms],
+            "idfs": [idf for terms, idf in zip(held, idfs, strict=True) for _ in terms],
+            "w0": float(weights[0]),
+            "w1": float(weights[1]),
+            "w2": float(weights[2]),
+            "k1": K1,
+            "b": B,
+            "avgdl": avgdl,
+            "allowed": sorted(allowed) if allowed is not None else None,
+            "hidden": sorted(hidden),
+            "limit": limit,
+        }
+        statement = _TERMS_BM25
+        if any(len(terms) > 1 for terms in held):
+            statement = _ITEMS_BM25
+            params["items"] = [i for i, terms in enumerate(held) for _ in terms]
+        found = self.query(statement, params)
         return [(int(block), float(score)) for block, score in found]
+
+    def _item_counts(self, items: list[list[str]]) -> list[int]:
+        """How many blocks hold each item: a term's count is kept (`term_df`); a prefix's
+        terms may share blocks, so theirs are counted."""
+        single = self.doc_freqs([terms[0] for terms in items if len(terms) == 1])
+        return [
+            single.get(terms[0], 0)
+            if len(terms) == 1
+            else int(
+                self.query(
+                    "SELECT count(DISTINCT block_id) FROM postings WHERE term = ANY(%s)", (terms,)
+                )[0][0]
+            )
+            for terms in items
+        ]
 
     def _phrases_bm25(
         self,
@@ -288,15 +326,15 @@ class PostgresReads:
             )
             for block in ids
         }
-        if any(items):
+        held = [terms for terms in items if terms]
+        if held:
             matched: set[int] = set()
-            for terms in items:
-                holding = self._holding(terms, weights)
-                idf = idf_of(rows, len(holding))
-                for block in ids:
-                    if block in holding:
-                        matched.add(block)
-                        scores[block] += bm25_part(idf, holding[block], ntok[block], avgdl)
+            for terms, count in zip(held, self._item_counts(held), strict=True):
+                holding = self._holding(terms, weights, ids)
+                idf = idf_of(rows, count)
+                for block, f in holding.items():
+                    matched.add(block)
+                    scores[block] += bm25_part(idf, f, ntok[block], avgdl)
             ids = [block for block in ids if block in matched]
         hidden_set = set(hidden)
         kept = [
@@ -307,14 +345,14 @@ class PostgresReads:
         kept.sort(key=lambda pair: (-pair[1], pair[0]))
         return kept[:limit]
 
-    def _holding(self, terms: list[str], weights: Sequence[float]) -> dict[int, float]:
-        """{block: weighted count} of the blocks holding any of `terms`."""
-        if not terms:
-            return {}
+    def _holding(
+        self, terms: list[str], weights: Sequence[float], among: list[int]
+    ) -> dict[int, float]:
+        """{block: weighted count} of the blocks `among` these that hold any of `terms`."""
         found = self.query(
             "SELECT block_id, sum(%s * tf_title + %s * tf_heading + %s * tf_text)"
-            " FROM postings WHERE term = ANY(%s) GROUP BY block_id",
-            (float(weights[0]), float(weights[1]), float(weights[2]), terms),
+            " FROM postings WHERE term = ANY(%s) AND block_id = ANY(%s) GROUP BY block_id",
+            (float(weights[0]), float(weights[1]), float(weights[2]), terms, among),
         )
         return {int(block): float(f) for block, f in found}
 
@@ -323,10 +361,14 @@ class PostgresReads:
         terms at consecutive positions of one column."""
         if not tokens:
             return {}
+        distinct = sorted(set(tokens))
         positions: dict[int, dict[str, set[int]]] = {}
+        # Positions only of the blocks holding every term (found from the key alone).
         for term, block, places in self.query(
-            "SELECT term, block_id, positions FROM postings WHERE term = ANY(%s)",
-            (sorted(set(tokens)),),
+            "SELECT term, block_id, positions FROM postings WHERE term = ANY(%(terms)s)"
+            " AND block_id IN (SELECT block_id FROM postings WHERE term = ANY(%(terms)s)"
+            " GROUP BY block_id HAVING count(*) = %(n)s)",
+            {"terms": distinct, "n": len(distinct)},
         ):
             positions.setdefault(block, {})[term] = set(places)
         counts: dict[int, float] = {}

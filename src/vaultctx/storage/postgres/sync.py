@@ -28,7 +28,7 @@ from ..db import IndexDatabase
 from ..indexer import FTS_VALUES
 from ..lexical import FTS_TOKENIZER
 from .ann import ensure_index
-from .schema import POSITION_STRIDE, connect
+from .schema import POSITION_STRIDE, POSTING_KEY_INCLUDES, connect
 
 NOTE_COLUMNS = (
     "id", "path", "title", "mtime_ns", "size", "content_hash", "frontmatter", "problems",
@@ -42,7 +42,9 @@ LINK_COLUMNS = (
     "id", "source_id", "block_ordinal", "target", "kind", "heading", "block_ref", "alias",
     "line", "target_id",
 )  # fmt: skip
-POSTING_COLUMNS = ("term", "block_id", "tf_title", "tf_heading", "tf_text", "positions")
+POSTING_COLUMNS = (
+    "term", "block_id", "tf_title", "tf_heading", "tf_text", "positions", "ntok", "note_id",
+)  # fmt: skip
 _COPY_POSTINGS = f"COPY postings ({', '.join(POSTING_COLUMNS)}) FROM STDIN"
 # Meta keys that describe one SQLite file, not the index's content.
 _LOCAL_META = frozenset({"index_id", "links_dirty", "published_generation"})
@@ -51,7 +53,7 @@ _DROP_POSTING_INDEXES = (
     "ALTER TABLE postings DROP CONSTRAINT postings_pkey; DROP INDEX postings_block"
 )
 _CREATE_POSTING_INDEXES = (
-    "ALTER TABLE postings ADD PRIMARY KEY (term, block_id);"
+    f"ALTER TABLE postings ADD PRIMARY KEY (term, block_id) INCLUDE ({POSTING_KEY_INCLUDES});"
     " CREATE INDEX postings_block ON postings (block_id)"
 )
 # What a note has besides its row, by the column naming the note.
@@ -178,6 +180,10 @@ def publish(
         generation = _copy_meta(lite, pg, source, bump=moved)
         if report.full:
             pg.execute("ANALYZE notes, blocks, postings, term_df, links")
+    if report.notes_written or report.notes_deleted:
+        # Marks the rewritten pages all-visible, so bm25's scans of the postings' key stay
+        # index-only (until then each row's page is visited; autovacuum would come later).
+        pg.execute("VACUUM postings")
     with db.transaction() as conn:
         IndexDatabase.set_meta(conn, "published_generation", str(generation))
     report.elapsed_ms = (time.perf_counter() - t0) * 1000
@@ -233,7 +239,10 @@ def _copy_notes(
     _copy(pg, "vx_notes", NOTE_COLUMNS, note_rows)
     updates = ", ".join(f"{c} = excluded.{c}" for c in NOTE_COLUMNS[1:])
     pg.execute(f"INSERT INTO notes SELECT * FROM vx_notes ON CONFLICT (id) DO UPDATE SET {updates}")
-    postings, ntok, count = _analyse(lite, notes, language, df)
+    note_of = dict(
+        lite.execute(f"SELECT id, note_id FROM blocks WHERE note_id IN ({marks})", notes)
+    )
+    postings, ntok, count = _analyse(lite, notes, language, df, note_of)
     block_rows = [
         (*row, ntok.get(row[0], 0))
         for row in lite.execute(
@@ -257,12 +266,17 @@ def _copy_notes(
 
 
 def _analyse(
-    lite: sqlite3.Connection, notes: Sequence[int], language: str | None, df: Counter[str]
+    lite: sqlite3.Connection,
+    notes: Sequence[int],
+    language: str | None,
+    df: Counter[str],
+    note_of: dict[int, int],
 ) -> tuple[list[str], dict[int, int], int]:
     """The notes' blocks as FTS5 indexes them (their rows analysed as the indexer does, in
     a temporary FTS5 table with the index's tokenizer): COPY text with a row per (term,
-    block) — its count in each column and its positions — in chunks; each block's token
-    count; and the rows made. Each term's new blocks are added to `df`."""
+    block) — its count in each column, its positions, and its block's token count and note
+    (`note_of`) — in chunks; each block's token count; and the rows made. Each term's new
+    blocks are added to `df`."""
     lite.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vx_publish USING"
         f" fts5(title, heading_path, text, tokenize='{FTS_TOKENIZER}')"
@@ -280,9 +294,9 @@ def _analyse(
     )
     # fts5vocab's instance table comes ordered by term, then block, column and offset: one
     # COPY line per (term, block), written as text here (psycopg's row-by-row adaptation
-    # took as long as the server's work).
-    lines: list[str] = []
-    chunks: list[str] = []
+    # took as long as the server's work); a block's token count is known once every term is
+    # read, so each line's end is written last.
+    lines: list[tuple[str, int]] = []
     ntok: dict[int, int] = {}
     escaped: dict[str, str] = {}
     key: tuple[str, int] | None = None
@@ -299,8 +313,11 @@ def _analyse(
             text = escaped[term] = _copy_text(term)
         df[term] += 1
         lines.append(
-            f"{text}\t{block}\t{counts[0]}\t{counts[1]}\t{counts[2]}"
-            f"\t{{{','.join(map(str, positions))}}}\n"
+            (
+                f"{text}\t{block}\t{counts[0]}\t{counts[1]}\t{counts[2]}"
+                f"\t{{{','.join(map(str, positions))}}}\t",
+                block,
+            )
         )
 
     for term, block, column, offset in lite.execute(
@@ -310,9 +327,6 @@ def _analyse(
             if key is not None:
                 line()
                 made += 1
-                if len(lines) >= _COPY_LINES:
-                    chunks.append("".join(lines))
-                    lines.clear()
             key, counts, positions = (term, block), [0, 0, 0], []
         col = columns[column]
         counts[col] += 1
@@ -321,7 +335,11 @@ def _analyse(
     if key is not None:
         line()
         made += 1
-    chunks.append("".join(lines))
+    ends = {block: f"{count}\t{note_of[block]}\n" for block, count in ntok.items()}
+    chunks = [
+        "".join(start + ends[block] for start, block in lines[at : at + _COPY_LINES])
+        for at in range(0, len(lines), _COPY_LINES)
+    ]
     lite.execute("DELETE FROM temp.vx_publish")
     return chunks, ntok, made
 
