@@ -72,6 +72,10 @@ RELATED_HEADING_WEIGHT = 2
 RELATED_CHARS = 20_000
 
 
+# The hidden notes of a policy that hides nothing (`frozenset()` is a new object each time).
+NOTHING_HIDDEN: frozenset[int] = frozenset()
+
+
 class Selector:
     """Holds the warm state of select for one vault: vectors, the link graph, threads.
 
@@ -147,7 +151,7 @@ class Selector:
         and policy (a policy remembers each path's answer, so a new generation re-reads
         only paths)."""
         if policy is None or not policy.restricts_reading:
-            return frozenset()
+            return NOTHING_HIDDEN  # one object, so what is cached by it stays cached
         cached = self._hidden
         if cached[0] != generation or cached[1] is not policy:
             rows = reads.all_note_paths()
