@@ -358,30 +358,37 @@ class PostgresReads:
 
     def _phrase_counts(self, tokens: list[str], weights: Sequence[float]) -> dict[int, float]:
         """{block: weighted count of the phrase's occurrences} of the blocks holding it: its
-        terms at consecutive positions of one column."""
+        terms at consecutive positions of one column. One statement: the rarest term's rows,
+        each of its positions checked against the rows of the others in the same block (a
+        phrase may hold a word every block has; no positions leave the database)."""
         if not tokens:
             return {}
-        distinct = sorted(set(tokens))
-        positions: dict[int, dict[str, set[int]]] = {}
-        # Positions only of the blocks holding every term (found from the key alone).
-        for term, block, places in self.query(
-            "SELECT term, block_id, positions FROM postings WHERE term = ANY(%(terms)s)"
-            " AND block_id IN (SELECT block_id FROM postings WHERE term = ANY(%(terms)s)"
-            " GROUP BY block_id HAVING count(*) = %(n)s)",
-            {"terms": distinct, "n": len(distinct)},
-        ):
-            positions.setdefault(block, {})[term] = set(places)
-        counts: dict[int, float] = {}
-        for block, held in positions.items():
-            if len(held) < len(set(tokens)):
-                continue
-            f = 0.0
-            for start in held[tokens[0]]:
-                if all(start + k in held[token] for k, token in enumerate(tokens)):
-                    f += float(weights[start // POSITION_STRIDE])
-            if f:
-                counts[block] = f
-        return counts
+        freqs = self.doc_freqs(sorted(set(tokens)))
+        if any(freqs.get(token, 0) == 0 for token in tokens):
+            return {}
+        rarest = min(range(len(tokens)), key=lambda k: (freqs[tokens[k]], k))
+        others = [k for k in range(len(tokens)) if k != rarest]
+        joins = "".join(
+            f" JOIN postings p{k} ON p{k}.term = %(t{k})s AND p{k}.block_id = p{rarest}.block_id"
+            for k in others
+        )
+        at = f"(s - {rarest})"  # where the phrase starts
+        checks = "".join(f" AND {at} + {k} = ANY(p{k}.positions)" for k in others)
+        found = self.query(
+            f"SELECT p{rarest}.block_id, sum(CASE {at} / %(stride)s WHEN 0 THEN %(w0)s"
+            " WHEN 1 THEN %(w1)s ELSE %(w2)s END)"
+            f" FROM postings p{rarest} CROSS JOIN LATERAL unnest(p{rarest}.positions) AS s"
+            f"{joins} WHERE p{rarest}.term = %(t{rarest})s{checks}"
+            f" GROUP BY p{rarest}.block_id",
+            {
+                **{f"t{k}": token for k, token in enumerate(tokens)},
+                "stride": POSITION_STRIDE,
+                "w0": float(weights[0]),
+                "w1": float(weights[1]),
+                "w2": float(weights[2]),
+            },
+        )
+        return {int(block): float(f) for block, f in found}
 
     # --- blocks and notes by id
 
