@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from vaultctx.pipeline.note_ranking import FEEDBACK_POOL
+from vaultctx.pipeline.note_ranking import FEEDBACK_POOL, NEAREST_POOL
 from vaultctx.pipeline.retrievers import Run, feedback, vector_run
 from vaultctx.search.vectors import VectorMatrix, load_matrix
 
@@ -79,7 +79,7 @@ def test_the_nearest_blocks_give_the_scan_s_hits_spread_and_notes(matrix, seed):
         return best_blocks(matrix, v, n)
 
     scan, approximate = run_of(matrix, vector), run_of(matrix, vector, nearest)
-    assert asked == [FEEDBACK_POOL] and approximate.approximate and not scan.approximate
+    assert asked == [NEAREST_POOL] and approximate.approximate and not scan.approximate
     assert hits(approximate) == hits(scan)
     assert approximate.spread == pytest.approx(scan.spread)  # over the whole matrix, not the pool
     assert sorted(approximate.pool.tolist()) == sorted(scan.pool.tolist())

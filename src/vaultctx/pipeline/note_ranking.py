@@ -59,6 +59,12 @@ FEEDBACK_WEIGHT = 1.0  (pipeline/note_ranking.py)
     as `FEEDBACK_DOCS`
 FEEDBACK_POOL = 1000  (pipeline/note_ranking.py)
     speed: the rows scored again at 100k blocks (`select_bench`); quality untuned
+NEAREST_POOL = 1000  (pipeline/note_ranking.py)
+    `pg_scale` at 1M blocks: 400 gives select p50 59.9 ms but the first pass's recall@10 of
+    the scan's 0.79 (top 10 notes shared 0.91); 1000 (pgvector's widest search) 0.951 (0.955)
+ann_min_vectors = 500_000  (config.py)
+    speed: below it the exact scan costs less than the index's widest search (int8 scan
+    p50 20.8 ms at 300k rows, `pg_vectors`; HNSW 47.5 ms at 1M, `pg_scale`); 500k untuned
 VECTOR_SHARE_OTHER_LANGUAGE = 0.25  (pipeline/note_ranking.py)
     macro MRR@10 of the es/fr/it/nl sets by share: 0 → 0.689, 0.1 → 0.702, 0.25 → 0.711, 0.4
     → 0.706, 1.0 → 0.649
@@ -153,6 +159,9 @@ COLUMN_WEIGHTS = (3.0, 2.0, 1.0)
 FEEDBACK_DOCS = 3
 FEEDBACK_WEIGHT = 1.0
 FEEDBACK_POOL = 1000
+# Past `ann_min_vectors` the first pass scores the NEAREST_POOL blocks the index's nearest-
+# neighbour search returns (its width grows faster than linearly in time).
+NEAREST_POOL = 1000
 # The vector list's share of its weight when the query is in a language the embedding model
 # does not read well (`embedding_languages`): its neighbours there follow shared names and
 # code more than meaning.

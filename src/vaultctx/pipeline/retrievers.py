@@ -31,6 +31,7 @@ from .note_ranking import (
     FEEDBACK_DOCS,
     FEEDBACK_POOL,
     FEEDBACK_WEIGHT,
+    NEAREST_POOL,
     NOTE_DEPTH,
     SPREAD_SAMPLE,
     VECTOR_DEPTH,
@@ -237,7 +238,7 @@ def _candidate_rows(
     None (every row) when it has no such index."""
     if allowed is not None:
         return vectors.rows_for_notes(allowed), False
-    found = nearest(vector, FEEDBACK_POOL)
+    found = nearest(vector, NEAREST_POOL)
     if found is None:
         return None, False
     return vectors.rows_for_blocks(np.unique(np.asarray(found, dtype=np.int64))), True
