@@ -2,7 +2,8 @@
 
 Each retriever fills a `Run`: its hits best first, its time and, if it failed, its error
 (a failing retriever never fails select). The lexical run is FTS5 bm25 over blocks
-(`IndexReads.bm25_blocks`); the vector run is an exact scan of the block vectors, refined
+(`IndexReads.bm25_blocks`); the vector run is an exact scan of the block vectors (past
+`ann_min_vectors`, of the blocks the index's nearest-neighbour search returns), refined
 once by pseudo-relevance feedback (`feedback`); the graph run is the notes linked to what
 the user has open. A plug-in `Retriever` is asked a `RetrievalRequest` and answers with
 ranked hits that fusion places beside the built-in lists: memory plugs in through it
@@ -220,8 +221,9 @@ def vector_run(
             )
     except Exception as exc:  # a broken model must not take select down with it
         return Run([], (time.perf_counter() - t0) * 1000, f"embed: {model_failure(exc)}")
-    run = Run(ms=0.0, scores=scores, rows=rows, spread=cosine_spread(spread_scores))
-    run.approximate = approximate
+    run = Run(
+        scores=scores, rows=rows, approximate=approximate, spread=cosine_spread(spread_scores)
+    )
     _fill_block_hits(run, vectors, scores, rows=rows, pool=FEEDBACK_POOL)
     run.ms = (time.perf_counter() - t0) * 1000
     return run
