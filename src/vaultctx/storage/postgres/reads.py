@@ -33,13 +33,7 @@ IDF_FLOOR = 1e-6
 # statement is an index-only scan of the postings' key (which includes them) and one
 # aggregation. The filters apply to the scanned rows (materialised: with or without filters,
 # a block's terms are summed in one order, so a filter never moves a score by a rounding).
-_TERMS_BM25 = """
-WITH it(term, idf) AS (SELECT * FROM unnest(%(terms)s::text[], %(idfs)s::float8[])),
-hit AS MATERIALIZED (
-    SELECT p.block_id, p.note_id, it.idf, p.ntok,
-           %(w0)s * p.tf_title + %(w1)s * p.tf_heading + %(w2)s * p.tf_text AS f
-    FROM it JOIN postings p ON p.term = it.term
-)
+_SCORE_HITS = """
 SELECT block_id,
        sum(idf * f * (%(k1)s + 1) / (f + %(k1)s * (1 - %(b)s + %(b)s * ntok / %(avgdl)s)))
            AS score
@@ -50,8 +44,19 @@ GROUP BY block_id
 ORDER BY score DESC, block_id
 LIMIT %(limit)s
 """
+_TERMS_BM25 = (
+    """
+WITH it(term, idf) AS (SELECT * FROM unnest(%(terms)s::text[], %(idfs)s::float8[])),
+hit AS MATERIALIZED (
+    SELECT p.block_id, p.note_id, it.idf, p.ntok,
+           %(w0)s * p.tf_title + %(w1)s * p.tf_heading + %(w2)s * p.tf_text AS f
+    FROM it JOIN postings p ON p.term = it.term
+)"""
+    + _SCORE_HITS
+)
 # The same with prefixes: a prefix's terms count together in a block, as one phrase of FTS5's.
-_ITEMS_BM25 = """
+_ITEMS_BM25 = (
+    """
 WITH it(item, term, idf) AS (
     SELECT * FROM unnest(%(items)s::int[], %(terms)s::text[], %(idfs)s::float8[])
 ),
@@ -61,17 +66,9 @@ hit AS MATERIALIZED (
            sum(%(w0)s * p.tf_title + %(w1)s * p.tf_heading + %(w2)s * p.tf_text) AS f
     FROM it JOIN postings p ON p.term = it.term
     GROUP BY it.item, p.block_id
+)"""
+    + _SCORE_HITS
 )
-SELECT block_id,
-       sum(idf * f * (%(k1)s + 1) / (f + %(k1)s * (1 - %(b)s + %(b)s * ntok / %(avgdl)s)))
-           AS score
-FROM hit
-WHERE (%(allowed)s::bigint[] IS NULL OR note_id = ANY(%(allowed)s::bigint[]))
-  AND NOT (note_id = ANY(%(hidden)s::bigint[]))
-GROUP BY block_id
-ORDER BY score DESC, block_id
-LIMIT %(limit)s
-"""
 
 
 # `find_note`'s names: what each is compared with.
