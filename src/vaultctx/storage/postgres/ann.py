@@ -39,7 +39,7 @@ def _literal(value: str) -> str:
 def ensure_index(pg: Any, model: str, min_vectors: int) -> bool:
     """Build the model's HNSW index when it has at least `min_vectors` vectors and no index
     yet (inside the caller's transaction: readers see it with the publish). True when built."""
-    if pg.execute("SELECT to_regclass(%s)", (index_name(model),)).fetchone()[0] is not None:
+    if has_index(lambda sql, params: pg.execute(sql, params).fetchall(), model):
         return False
     (count,) = pg.execute("SELECT count(*) FROM embeddings WHERE model = %s", (model,)).fetchone()
     if count == 0 or count < min_vectors:

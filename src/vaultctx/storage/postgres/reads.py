@@ -314,8 +314,9 @@ class PostgresReads:
         if not candidates:
             return []
         ids = sorted(candidates)
-        ntok = dict(self.query("SELECT id, ntok FROM blocks WHERE id = ANY(%s)", (ids,)))
-        notes = dict(self.query("SELECT id, note_id FROM blocks WHERE id = ANY(%s)", (ids,)))
+        found_blocks = self.query("SELECT id, ntok, note_id FROM blocks WHERE id = ANY(%s)", (ids,))
+        ntok = {block: count for block, count, _ in found_blocks}
+        notes = {block: note for block, _, note in found_blocks}
         scores = {
             block: sum(
                 bm25_part(idf_of(rows, len(found)), found[block], ntok[block], avgdl)
