@@ -131,3 +131,27 @@ def test_an_index_whose_every_block_is_hidden_leaves_no_vector_notes(matrix):
     assert run.hits == []
     feedback(Run(), run, vector, matrix, 60, allowed=None, hidden=hidden)
     assert run.notes == [] and run.feedback == 0
+
+
+def test_a_failed_read_of_the_vectors_is_not_the_model_s_error(matrix):
+    """The index's database failing under the vector run (`read_errors`) is reported as a
+    read of the vectors; anything else there is the model's."""
+
+    class DatabaseDown(Exception):
+        pass
+
+    def nearest(v: np.ndarray, n: int) -> list[int]:
+        raise DatabaseDown("server closed the connection")
+
+    def broken_model() -> np.ndarray:
+        raise RuntimeError("cannot encode")
+
+    options = {"allowed": None, "hidden": frozenset(), "read_errors": (DatabaseDown,)}
+    vector = query(0)
+    failed = vector_run(
+        lambda: matrix, lambda: vector, out_vector=[None], nearest=nearest, **options
+    )
+    assert failed.error == "vectors: server closed the connection"
+    assert failed.hits == []
+    no_model = vector_run(lambda: matrix, broken_model, out_vector=[None], **options)
+    assert no_model.error == "embed: RuntimeError: cannot encode"

@@ -185,3 +185,28 @@ def test_a_database_that_cannot_be_reached_is_one_line_at_the_cli(example_vault,
     assert result.exit_code == 20
     assert "cannot connect to the database" in result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_a_database_failure_under_the_vector_run_leaves_the_lexical_answer(
+    example_vault: Path, postgres_url, embedder
+):
+    """The nearest-neighbour query failing in the database (here its table is gone) is the
+    vector run's error, labelled as a read of the vectors, not as the model's; select answers
+    from the lexical list, and once the database is back, from both."""
+    import psycopg
+
+    settings = {"database_url": postgres_url, "ann_min_vectors": 0}
+    with Workspace.open(example_vault, settings, embedder=embedder) as ws:
+        ws.index()
+        assert ws.select("varroa mites").diagnostics["retrieval_path"] == "hybrid"
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("ALTER TABLE embeddings RENAME TO embeddings_away")
+            try:
+                failed = ws.select("varroa mites")
+            finally:
+                admin.execute("ALTER TABLE embeddings_away RENAME TO embeddings")
+        assert failed.diagnostics["retrieval_path"] == "lexical_graph_after_vector_error"
+        assert failed.diagnostics["errors"]["vector"].startswith("vectors: ")
+        assert "embeddings" in failed.diagnostics["errors"]["vector"]
+        assert failed.candidates
+        assert ws.select("varroa mites").diagnostics["retrieval_path"] == "hybrid"

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..search.hybrid import HYBRID, after_embed_error
 from .note_ranking import LENGTH_CORRECTION, note_id
-from .retrievers import Retrieved, Run, Search
+from .retrievers import VECTOR_READ_ERROR, Retrieved, Run, Search
 
 
 def diagnostics_of(
@@ -80,6 +80,8 @@ def retrieval_path(runs: Mapping[str, Run], use_vectors: bool, vectors_indexed: 
     """Which lists answered: both, the lexical one alone (and why), or the vector one."""
     vector, lexical_run = runs["vector"], runs["lexical"]
     if vector.error:
+        if vector.error.startswith(f"{VECTOR_READ_ERROR}:"):
+            return "lexical_graph_after_vector_error"
         return after_embed_error("lexical_graph")
     if lexical_run.error:
         return "vector_graph_after_lexical_error"

@@ -44,6 +44,9 @@ from .note_ranking import (
 if TYPE_CHECKING:
     from ..storage.index_reads import IndexReads
 
+# The vector run's error when the index failed to give it vectors (not the model: `embed`).
+VECTOR_READ_ERROR = "vectors"
+
 
 @dataclass
 class RetrievalRequest:
@@ -192,10 +195,12 @@ def vector_run(
     hidden: frozenset[int],
     out_vector: list[np.ndarray | None],
     nearest: Callable[[np.ndarray, int], list[int] | None] | None = None,
+    read_errors: tuple[type[Exception], ...] = (),
 ) -> Run:
     """The first pass of vector search: every block scored against the query's embedding
     (`embed`, which it stores in `out_vector`), the best blocks, and the pool of rows
-    feedback scores again. A broken model is the run's error, not select's.
+    feedback scores again. A broken model, or a failed read of the vectors (`read_errors`:
+    the index's database errors), is the run's error, not select's; each says which.
 
     With `nearest` (the index's approximate nearest neighbours, for a matrix too large to
     scan at every query), the pass scores only the blocks it returns, or the allowed notes'
@@ -219,6 +224,8 @@ def vector_run(
             spread_scores = vectors.scores(
                 vector, notes_allowed, rows=sample, hidden_notes=notes_hidden
             )
+    except read_errors as exc:
+        return Run([], (time.perf_counter() - t0) * 1000, f"{VECTOR_READ_ERROR}: {exc}")
     except Exception as exc:  # a broken model must not take select down with it
         return Run([], (time.perf_counter() - t0) * 1000, f"embed: {model_failure(exc)}")
     run = Run(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import InvalidQuery
+from ..errors import IndexUnavailable, InvalidQuery
 from ..search.fusion import Fused, Hit
 from ..search.query import QueryTokenizer, key_terms
 from ..search.vectors import VectorStore
@@ -333,6 +333,7 @@ class Selector:
             hidden=search.hidden,
             out_vector=out_vector,
             nearest=(lambda v, n: reads.nearest_blocks(model, v, n)) if approximate else None,
+            read_errors=(*reads.errors, IndexUnavailable),
         )
 
     def _start_plugins(self, search: Search) -> dict[str, Future[Run]]:
