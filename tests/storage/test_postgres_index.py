@@ -21,7 +21,7 @@ from vaultctx.search.query import QueryTokenizer, build_query
 from vaultctx.storage import Vault
 from vaultctx.storage.index_reads import SqliteReads
 from vaultctx.storage.postgres.reads import PostgresReads
-from vaultctx.storage.postgres.schema import connect
+from vaultctx.storage.postgres.schema import SCHEMA_VERSION, connect
 from vaultctx.storage.postgres.sync import IndexerSeat, catch_up, publish, restore
 
 WEIGHTS = (3.0, 1.5, 1.0)
@@ -528,6 +528,7 @@ def test_a_database_of_the_last_schema_is_upgraded_with_its_rankings(example_vau
             "ALTER TABLE postings DROP CONSTRAINT postings_pkey;"
             " ALTER TABLE postings DROP COLUMN ntok, DROP COLUMN note_id;"
             " ALTER TABLE postings ADD PRIMARY KEY (term, block_id);"
+            " DROP INDEX requests_at;"
             " UPDATE vx_schema SET version = 5"
         )
     reads = PostgresReads(postgres_url)  # opening it migrates
@@ -537,7 +538,7 @@ def test_a_database_of_the_last_schema_is_upgraded_with_its_rankings(example_vau
             "SELECT count(*) FROM postings p JOIN blocks b ON b.id = p.block_id"
             " WHERE p.ntok != b.ntok OR p.note_id != b.note_id"
         ) == [(0,)]
-        assert reads.query("SELECT version FROM vx_schema") == [(6,)]
+        assert reads.query("SELECT version FROM vx_schema") == [(SCHEMA_VERSION,)]
     finally:
         reads.close()
         vault.close()

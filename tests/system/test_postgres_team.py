@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -137,6 +138,18 @@ def test_every_request_is_logged_with_who_made_it(team_vault: Path, postgres_url
         ("unknown", "GET", "/status", 401),
     ]
     assert all(r["ms"] >= 0 and r["server"] for r in log)
+
+
+def test_the_log_is_in_the_order_requests_arrived_not_answered(team_vault, postgres_url):
+    """A request is written once answered: a slow one is written after a quick one that
+    came later, and still reads as the earlier."""
+    with open_server_side(team_vault, postgres_url) as ws:
+        ws.team.log("carol", "POST", "/select", 200, 0.8, "b", at=1_700_000_010.25)
+        ws.team.log("owner", "POST", "/research", 200, 9000.0, "a", at=1_700_000_001.5)
+        log = ws.team.requests()
+    arrived = [datetime.fromisoformat(r["at"]).timestamp() for r in log]
+    assert [(r["person"], r["path"]) for r in log] == [("carol", "/select"), ("owner", "/research")]
+    assert arrived == [1_700_000_010, 1_700_000_001]  # to the second
 
 
 def test_the_team_commands(team_vault: Path, postgres_url: str):

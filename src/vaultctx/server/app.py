@@ -122,7 +122,7 @@ class BearerAuth:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        started = time.perf_counter()
+        started, arrived = time.perf_counter(), time.time()
         header = dict(scope["headers"]).get(b"authorization")
         owner = authorized(header, self.token)
         who: str | None = None
@@ -156,14 +156,16 @@ class BearerAuth:
         finally:
             if self.team is not None:
                 who = who or (self.team.OWNER if owner else self.team.UNKNOWN)
-                await self._log(self.team, who, scope, status[0], started)
+                await self._log(self.team, who, scope, status[0], started, arrived)
 
     @staticmethod
-    async def _log(team: Team, who: str, scope: Scope, status: int, started: float) -> None:
+    async def _log(
+        team: Team, who: str, scope: Scope, status: int, started: float, arrived: float
+    ) -> None:
         ms = (time.perf_counter() - started) * 1000
         try:
             await run_in_threadpool(
-                team.log, who, scope["method"], scope["path"], status, ms, _SERVER
+                team.log, who, scope["method"], scope["path"], status, ms, _SERVER, arrived
             )
         except Exception:  # a log that cannot be written must not fail the answer
             log.exception("request log: cannot write %s %s", scope["method"], scope["path"])

@@ -217,6 +217,13 @@ def _m006_postings_carry_their_block() -> str:
     """
 
 
+def _m007_requests_by_arrival() -> str:
+    return """
+        -- The request log reads newest first by arrival (a request is written once answered).
+        CREATE INDEX requests_at ON requests (at);
+    """
+
+
 MIGRATIONS: list[Callable[[], str]] = [
     _m001_index,
     _m002_team,
@@ -224,6 +231,7 @@ MIGRATIONS: list[Callable[[], str]] = [
     _m004_memory_books,
     _m005_sessions,
     _m006_postings_carry_their_block,
+    _m007_requests_by_arrival,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # Every vaultctx migrating one database takes this lock first: one migrates, the others wait.

@@ -95,18 +95,22 @@ class Team:
         )
         return Person(found[0][0], tuple(found[0][1])) if found else None
 
-    def log(self, person: str, method: str, path: str, status: int, ms: float, server: str) -> None:
+    def log(
+        self, person: str, method: str, path: str, status: int, ms: float, server: str, at: float
+    ) -> None:
+        """One request, at the time it arrived (Unix seconds): it is written once answered,
+        so a later, quicker request may be written first."""
         self._query(
-            "INSERT INTO requests (person, method, path, status, ms, server)"
-            " VALUES (%s, %s, %s, %s, %s, %s)",
-            (person, method, path, status, ms, server),
+            "INSERT INTO requests (at, person, method, path, status, ms, server)"
+            " VALUES (to_timestamp(%s), %s, %s, %s, %s, %s, %s)",
+            (at, person, method, path, status, ms, server),
         )
 
     def requests(self, limit: int = 50, person: str | None = None) -> list[dict[str, Any]]:
-        """The latest requests, newest first."""
+        """The latest requests, newest (to arrive) first."""
         rows = self._query(
             "SELECT at, person, method, path, status, ms, server FROM requests"
-            " WHERE %s::text IS NULL OR person = %s ORDER BY id DESC LIMIT %s",
+            " WHERE %s::text IS NULL OR person = %s ORDER BY at DESC, id DESC LIMIT %s",
             (person, person, limit),
         )
         keys = ("at", "person", "method", "path", "status", "ms", "server")
