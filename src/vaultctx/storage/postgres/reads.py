@@ -31,12 +31,13 @@ IDF_FLOOR = 1e-6
 # Each query term's rows, scored as FTS5 scores them: the IDF is the caller's (from the
 # term's block count), and each row carries its block's token count and note, so the whole
 # statement is an index-only scan of the postings' key (which includes them) and one
-# aggregation. The filters apply to the scanned rows (materialised: with or without filters,
-# a block's terms are summed in one order, so a filter never moves a score by a rounding).
+# aggregation, the filters applied as the rows are scanned. Each row's share is rounded to a
+# multiple of 2^-40 (under 1e-12 of a score): a sum of such numbers (below 2^13) is exact in
+# whatever order the plan feeds the rows, so no plan (or filter) moves a score by a rounding.
 _SCORE_HITS = """
 SELECT block_id,
-       sum(idf * f * (%(k1)s + 1) / (f + %(k1)s * (1 - %(b)s + %(b)s * ntok / %(avgdl)s)))
-           AS score
+       sum(round(idf * f * (%(k1)s + 1) / (f + %(k1)s * (1 - %(b)s + %(b)s * ntok / %(avgdl)s))
+                 * %(grid)s) / %(grid)s) AS score
 FROM hit
 WHERE (%(allowed)s::bigint[] IS NULL OR note_id = ANY(%(allowed)s::bigint[]))
   AND NOT (note_id = ANY(%(hidden)s::bigint[]))
@@ -44,10 +45,13 @@ GROUP BY block_id
 ORDER BY score DESC, block_id
 LIMIT %(limit)s
 """
+_SCORE_GRID = float(2**40)
+# The least work_mem of a reading session (kB); a server set higher keeps its own.
+READ_WORK_MEM_KB = 32 * 1024
 _TERMS_BM25 = (
     """
 WITH it(term, idf) AS (SELECT * FROM unnest(%(terms)s::text[], %(idfs)s::float8[])),
-hit AS MATERIALIZED (
+hit AS (
     SELECT p.block_id, p.note_id, it.idf, p.ntok,
            %(w0)s * p.tf_title + %(w1)s * p.tf_heading + %(w2)s * p.tf_text AS f
     FROM it JOIN postings p ON p.term = it.term
@@ -60,7 +64,7 @@ _ITEMS_BM25 = (
 WITH it(item, term, idf) AS (
     SELECT * FROM unnest(%(items)s::int[], %(terms)s::text[], %(idfs)s::float8[])
 ),
-hit AS MATERIALIZED (
+hit AS (
     SELECT it.item, p.block_id, min(p.note_id) AS note_id, min(it.idf) AS idf,
            min(p.ntok) AS ntok,
            sum(%(w0)s * p.tf_title + %(w1)s * p.tf_heading + %(w2)s * p.tf_text) AS f
@@ -106,6 +110,13 @@ class PostgresReads:
         conn = getattr(self._local, "conn", None)
         if conn is None or conn.closed or conn.broken:
             conn = self._local.conn = connect(self.url)
+            # bm25 aggregates a row per block holding a query term (100k at a million
+            # blocks): in memory, not spilled to disk at the server's default 4 MB.
+            conn.execute(
+                "SELECT set_config('work_mem', %s, false) WHERE"
+                " (SELECT setting::bigint FROM pg_settings WHERE name = 'work_mem') < %s",
+                (f"{READ_WORK_MEM_KB}kB", READ_WORK_MEM_KB),
+            )
             with self._lock:
                 self._connections.append(conn)
         return conn
@@ -273,6 +284,7 @@ class PostgresReads:
             "allowed": sorted(allowed) if allowed is not None else None,
             "hidden": sorted(hidden),
             "limit": limit,
+            "grid": _SCORE_GRID,
         }
         statement = _TERMS_BM25
         if any(len(terms) > 1 for terms in held):
