@@ -25,9 +25,9 @@ class MatrixReads:
     def vector_count(self, model: str) -> int:
         return len(self.vectors)
 
-    def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, bytes]]]:
+    def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, str, bytes]]]:
         rows = [
-            (i + 1, int(n), v.tobytes())
+            (i + 1, int(n), f"{i:032x}", v.tobytes())
             for i, (n, v) in enumerate(zip(self.notes, self.vectors, strict=True))
         ]
         for start in range(0, len(rows), chunk):

@@ -176,3 +176,59 @@ def test_an_index_without_vectors_gives_an_empty_matrix(make_vault) -> None:
         matrix = load_matrix(ws.reads, "g", ws.embedder.model_id)
     assert matrix.size == 0
     assert matrix.search(np.ones(64, np.float32), 5)[0].size == 0
+
+
+class CountingReads:
+    """The workspace's reads, recording which vectors a load asks for."""
+
+    def __init__(self, reads) -> None:
+        self.reads, self.asked, self.full_reads = reads, [], 0
+
+    def __getattr__(self, name: str):
+        return getattr(self.reads, name)
+
+    def vector_rows(self, model: str, chunk: int):
+        self.full_reads += 1
+        return self.reads.vector_rows(model, chunk)
+
+    def vectors_of(self, model: str, hashes):
+        self.asked += list(hashes)
+        return self.reads.vectors_of(model, hashes)
+
+
+def same_matrix(a: VectorMatrix, b: VectorMatrix) -> bool:
+    fields = ("block_ids", "note_ids", "hashes", "note_order", "sorted_note_ids", "note_starts")
+    arrays_equal = all(np.array_equal(getattr(a, f), getattr(b, f)) for f in fields)
+    if isinstance(a.matrix, Int8Matrix):
+        return (
+            arrays_equal
+            and np.array_equal(a.matrix.codes, b.matrix.codes)
+            and np.array_equal(a.matrix.scales, b.matrix.scales)
+        )
+    return arrays_equal and np.array_equal(a.matrix, b.matrix)
+
+
+@pytest.mark.parametrize("precision", ["int8", "float32"])
+def test_a_new_generation_reads_only_the_vectors_of_new_content(indexed, precision) -> None:
+    """After a publish the store's matrix follows the index by reading every block's key
+    and only the vectors of content it did not hold; it equals a load from scratch."""
+    model = indexed.embedder.model_id
+    store = VectorStore(precision)
+    reads = CountingReads(indexed.reads)
+    before = store.get(reads, indexed.generation, model)
+    assert reads.full_reads == 1
+    root = indexed.root
+    smoker = root / "Equipment" / "Smoker.md"
+    smoker.write_text(smoker.read_text() + "\nA second paragraph about smoker fuel.\n")
+    (root / "Reference" / "Unrelated.md").unlink()
+    (root / "Reference" / "Bees.md").write_text("# Bees\nWorkers, drones and one queen.\n")
+    indexed.index()
+    new_content = {h for (h,) in indexed.db.connect().execute("SELECT embed_hash FROM blocks")} - {
+        h.decode() for h in before.hashes.tolist()
+    }
+    after = store.get(reads, indexed.generation, model)
+    assert after.generation == indexed.generation != before.generation
+    assert reads.full_reads == 1 and sorted(reads.asked) == sorted(new_content)
+    assert new_content and set(after.hashes.tolist()) > {h.encode() for h in new_content}
+    assert same_matrix(after, load_matrix(indexed.reads, indexed.generation, model, precision))
+    assert indexed.select("smoker fuel", k=1).candidates[0].path == "Equipment/Smoker.md"

@@ -187,11 +187,15 @@ def test_vector_chunks_cover_every_vector_once(ws, reads):
     chunks = list(reads.vector_rows(model, 7))
     assert all(0 < len(chunk) <= 7 for chunk in chunks)
     rows = [row for chunk in chunks for row in chunk]
-    assert len(rows) == count == len({block for block, _, _ in rows})
-    owners = reads.block_notes([block for block, _, _ in rows])
-    for block, note, vector in rows:
+    assert len(rows) == count == len({block for block, *_ in rows})
+    owners = reads.block_notes([block for block, *_ in rows])
+    for block, note, digest, vector in rows:
         assert owners[block] == note
         assert np.frombuffer(vector, dtype=np.float32).shape == (64,)
+        assert reads.vectors_of(model, [digest]) == [(digest, vector)]
+    keys = [key for chunk in reads.vector_keys(model, 7) for key in chunk]
+    assert sorted(keys) == sorted(row[:3] for row in rows)
+    assert reads.vectors_of(model, ["no-such-content"]) == []
     assert reads.vector_count("no/such-model") == 0
     assert list(reads.vector_rows("no/such-model", 7)) == []
 

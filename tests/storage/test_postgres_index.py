@@ -135,9 +135,13 @@ def test_notes_are_found_by_name_counted_and_linked_the_same(published):
 def test_vectors_travel_as_they_are(published):
     _, lite, pg = published
     model = lite.meta("embedding_model")
-    here = {b: (n, v) for chunk in lite.vector_rows(model, 50) for b, n, v in chunk}
-    there = {b: (n, v) for chunk in pg.vector_rows(model, 50) for b, n, v in chunk}
+    here = {b: (n, h, v) for chunk in lite.vector_rows(model, 50) for b, n, h, v in chunk}
+    there = {b: (n, h, v) for chunk in pg.vector_rows(model, 50) for b, n, h, v in chunk}
     assert here and here == there
+    keys = sorted(k for chunk in pg.vector_keys(model, 50) for k in chunk)
+    assert keys == sorted((b, n, h) for b, (n, h, _) in here.items())
+    some = sorted({h for n, h, _ in here.values()})[:5]
+    assert sorted(pg.vectors_of(model, some)) == sorted(lite.vectors_of(model, some))
 
 
 def ranked(reads, text: str, **filters) -> tuple[object, list[tuple[int, float]]]:
@@ -490,8 +494,8 @@ def test_the_hnsw_index_finds_the_nearest_blocks(example_vault: Path, postgres_u
     lite = SqliteReads(vault.db)
     model = lite.meta("embedding_model")
     rows = [row for chunk in lite.vector_rows(model, 500) for row in chunk]
-    blocks = np.array([block for block, _, _ in rows])
-    matrix = np.stack([np.frombuffer(vector, dtype=np.float32) for _, _, vector in rows])
+    blocks = np.array([block for block, *_ in rows])
+    matrix = np.stack([np.frombuffer(vector, dtype=np.float32) for *_, vector in rows])
     reads = PostgresReads(postgres_url)
     try:
         with connect(postgres_url) as pg:

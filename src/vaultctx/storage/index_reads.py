@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
     from .db import IndexDatabase
 
+_IDS_PER_QUERY = 500  # keys bound in one `IN (...)`, well within SQLite's variable limit
+
 
 class IndexReads(Protocol):
     errors: tuple[type[Exception], ...]
@@ -137,9 +139,17 @@ class IndexReads(Protocol):
     def vector_count(self, model: str) -> int:
         """Blocks with a vector of `model`."""
 
-    def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, bytes]]]:
-        """(block id, note id, float32 vector bytes) of those blocks, `chunk` rows at a time,
-        in any order."""
+    def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, str, bytes]]]:
+        """(block id, note id, content hash, float32 vector bytes) of those blocks, `chunk`
+        rows at a time, in any order."""
+
+    def vector_keys(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, str]]]:
+        """The same rows without their vectors: what a matrix already in memory needs to
+        follow a new index generation (`vectors_of` then reads only the new content)."""
+
+    def vectors_of(self, model: str, hashes: Sequence[str]) -> list[tuple[str, bytes]]:
+        """(content hash, float32 vector bytes) of those of `hashes` the model has a vector
+        of."""
 
     def nearest_blocks(self, model: str, vector: np.ndarray, n: int) -> list[int] | None:
         """The blocks of the (about) n vectors nearest the query's, by the index's own
@@ -520,15 +530,39 @@ class SqliteReads:
     def nearest_blocks(self, model: str, vector: np.ndarray, n: int) -> list[int] | None:
         return None  # every vector is in memory: select scans them exactly
 
-    def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, bytes]]]:
+    def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, str, bytes]]]:
         """In the embeddings' own key order: asked for in block order, SQLite sorts every
         vector in a temporary b-tree first (160 MB at 100k blocks, which the allocator then
         keeps)."""
-        cursor = self.db.connect().execute(
-            "SELECT b.id, b.note_id, e.vector FROM embeddings e"
+        return self._chunks(
+            "SELECT b.id, b.note_id, e.hash, e.vector FROM embeddings e"
             " JOIN blocks b ON b.embed_hash = e.hash WHERE e.model = ?",
             (model,),
+            chunk,
         )
+
+    def vector_keys(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, str]]]:
+        return self._chunks(
+            "SELECT b.id, b.note_id, e.hash FROM embeddings e"
+            " JOIN blocks b ON b.embed_hash = e.hash WHERE e.model = ?",
+            (model,),
+            chunk,
+        )
+
+    def vectors_of(self, model: str, hashes: Sequence[str]) -> list[tuple[str, bytes]]:
+        conn = self.db.connect()
+        found: list[tuple[str, bytes]] = []
+        for start in range(0, len(hashes), _IDS_PER_QUERY):
+            part = list(hashes[start : start + _IDS_PER_QUERY])
+            found += conn.execute(
+                "SELECT hash, vector FROM embeddings WHERE model = ?"
+                f" AND hash IN ({','.join('?' * len(part))})",
+                (model, *part),
+            ).fetchall()
+        return found
+
+    def _chunks(self, sql: str, params: tuple, chunk: int) -> Iterator[list[Any]]:
+        cursor = self.db.connect().execute(sql, params)
         try:
             while rows := cursor.fetchmany(chunk):
                 yield rows

@@ -588,15 +588,32 @@ class PostgresReads:
         found = self.query(nearest_sql(model, vector.shape[0]), (vector, min(n, width)))
         return [block for (block,) in found]
 
-    def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, bytes]]]:
+    def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, str, bytes]]]:
         with self.connect().cursor(binary=True) as cur:
             cur.execute(
-                "SELECT b.id, b.note_id, e.vector FROM embeddings e"
+                "SELECT b.id, b.note_id, e.hash, e.vector FROM embeddings e"
                 " JOIN blocks b ON b.embed_hash = e.hash WHERE e.model = %s",
                 (model,),
             )
             while found := cur.fetchmany(chunk):
                 yield [
-                    (block, note, vector.to_numpy().astype(np.float32).tobytes())
-                    for block, note, vector in found
+                    (block, note, digest, vector.to_numpy().astype(np.float32).tobytes())
+                    for block, note, digest, vector in found
                 ]
+
+    def vector_keys(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, str]]]:
+        with self.connect().cursor() as cur:
+            cur.execute(
+                "SELECT b.id, b.note_id, e.hash FROM embeddings e"
+                " JOIN blocks b ON b.embed_hash = e.hash WHERE e.model = %s",
+                (model,),
+            )
+            while found := cur.fetchmany(chunk):
+                yield found
+
+    def vectors_of(self, model: str, hashes: Sequence[str]) -> list[tuple[str, bytes]]:
+        found = self.query(
+            "SELECT hash, vector FROM embeddings WHERE model = %s AND hash = ANY(%s)",
+            (model, list(hashes)),
+        )
+        return [(digest, v.to_numpy().astype(np.float32).tobytes()) for digest, v in found]
