@@ -26,7 +26,9 @@ after a warm-up, on two workspaces over the same database and one loaded model:
 - approximate: the HNSW index answers select's first vector pass;
 - select's wall time p50/p95 for each, and the lexical and vector parts (diagnostics);
 - recall@10 and @100 of the first pass's blocks (the index's answer, scored, against the scan
-  of every vector), and how many of select's top 10 notes the two share.
+  of every vector), and how many of select's top 10 notes the two share;
+- then one note of the vault edited (it stays edited) and published: how long a server's
+  matrix takes to follow the new generation, against loading it whole.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import check, embedded_postgres, emit_figures, offline_env, percentile
-from synthvault import _vocab, blocks_to_notes, generate_queries, generate_vault
+from synthvault import _vocab, blocks_to_notes, edit_note, generate_queries, generate_vault
 
 offline_env()
 
@@ -256,7 +258,8 @@ def measure(root: Path, work: Path, url: str, embedder: Embedder, queries: list[
         model = embedder.model_id
         t0 = time.perf_counter()
         matrix = exact.selector.vectors.get(exact.reads, exact.generation, model)
-        print(f"matrix: {matrix.size} rows loaded in {time.perf_counter() - t0:.0f} s", flush=True)
+        load_s = time.perf_counter() - t0
+        print(f"matrix: {matrix.size} rows loaded in {load_s:.1f} s", flush=True)
         for q in queries[:WARM_QUERIES]:
             exact.select(q, k=10)
             approximate.select(q, k=10)
@@ -285,6 +288,19 @@ def measure(root: Path, work: Path, url: str, embedder: Embedder, queries: list[
             approx, _, _ = matrix.search(vector, VECTOR_DEPTH, rows=rows)
             recall10.append(len(set(truth[:10]) & set(approx[:10])) / 10)
             recall100.append(len(set(truth) & set(approx)) / len(truth))
+        # A server's matrix after someone saves a note: it follows the new generation.
+        edit_note(root, 0, seed=time.time_ns())
+        started = time.perf_counter()
+        exact.index()
+        published_s = time.perf_counter() - started
+        started = time.perf_counter()
+        followed = exact.selector.vectors.get(exact.reads, exact.generation, model)
+        follow_s = time.perf_counter() - started
+        print(
+            f"one note edited: indexed and published in {published_s:.1f} s;"
+            f" the matrix ({followed.size} rows) followed in {follow_s:.1f} s",
+            flush=True,
+        )
     finally:
         exact.close()
         approximate.close()
@@ -294,6 +310,8 @@ def measure(root: Path, work: Path, url: str, embedder: Embedder, queries: list[
 
     return {
         "blocks": matrix.size,
+        "matrix_load_s": round(load_s, 1),
+        "matrix_follow_s": round(follow_s, 1),
         "queries": len(wall["exact"]),
         "select_ms": {mode: summary(values) for mode, values in wall.items()},
         "parts_ms": {
