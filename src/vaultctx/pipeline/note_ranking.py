@@ -62,7 +62,8 @@ FEEDBACK_POOL = 1000  (pipeline/note_ranking.py)
 NEAREST_POOL = 1000  (pipeline/note_ranking.py)
     `pg_scale` at 1M blocks, the first pass's recall@10 of the scan's (select's top 10 notes
     shared) and select p50: 700 → 0.958 (0.954), 67.4 ms; 1000 (pgvector's widest search)
-    → 0.981 (0.960), 70.4 ms; with a coarser graph (ef_construction 64) 400 kept 0.79
+    → 0.978-0.981 (0.960), 70.4-72.9 ms (two builds); with a coarser graph
+    (ef_construction 64) 400 kept 0.79
 ann_min_vectors = 500_000  (config.py)
     speed: below it the exact scan costs less than the index's widest search (int8 scan
     p50 20.8 ms at 300k rows, `pg_vectors`; HNSW 47.5 ms at 1M, `pg_scale`); 500k untuned

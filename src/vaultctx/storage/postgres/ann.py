@@ -14,14 +14,18 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-# The graph's build parameters (benchmarks/pg_scale.py, 1M blocks): m is pgvector's default;
-# its default ef_construction (64) keeps recall@10 of select's first pass at 0.951 of the
-# exact scan's, 128 at 0.981, for twice the build time (8.5 and 17.7 minutes here).
+# The graph's build parameters (benchmarks/pg_scale.py, 1M blocks, recall@10 of select's
+# first pass against the exact scan at the widest search, 1000). With pgvector's m 16,
+# ef_construction 64 keeps 0.951, 128 keeps 0.978-0.981 (two builds), for twice the build
+# time. m 24 keeps 0.983 at a search of 600, in about the same time (45.9 against 49.7 ms),
+# but that search returns 600 blocks where feedback rescores 1000, and it builds in 1.6x
+# the time (29 minutes here, beside other work).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 128
 # A build keeps its graph in memory when it fits (pgvector builds on disk, far slower, past
-# maintenance_work_mem): about this much per vector, within these bounds, for this one build.
-_BUILD_BYTES_PER_VECTOR = 2600
+# maintenance_work_mem): per vector, its floats, 2m neighbours of 16 bytes on the ground
+# layer and some overhead; within these bounds, for this one build.
+_BUILD_OVERHEAD_BYTES = 512
 _BUILD_MEMORY_MB = (64, 4096)
 # pgvector's largest hnsw.ef_search: the candidates a search keeps, and so the most it returns.
 MAX_EF_SEARCH = 1000
@@ -48,7 +52,8 @@ def ensure_index(pg: Any, model: str, min_vectors: int) -> bool:
         "SELECT vector_dims(vector) FROM embeddings WHERE model = %s LIMIT 1", (model,)
     ).fetchone()
     low, high = _BUILD_MEMORY_MB
-    memory = min(max(count * _BUILD_BYTES_PER_VECTOR >> 20, low), high)
+    per_vector = 4 * int(dims) + 32 * HNSW_M + _BUILD_OVERHEAD_BYTES
+    memory = min(max(count * per_vector >> 20, low), high)
     pg.execute(f"SET LOCAL maintenance_work_mem = '{memory}MB'")
     pg.execute(
         f"CREATE INDEX {index_name(model)} ON embeddings USING hnsw"
