@@ -313,7 +313,8 @@ def load_matrix(
 
     With `previous` (this model's matrix of an earlier generation), only the vectors of
     content it does not hold are read (`_follow`): a publish that changed a few notes costs
-    a read of every block's key, not of every vector (25 s at a million blocks)."""
+    a read of every block's key, not of every vector (at a million blocks on PostgreSQL,
+    2.8 s against 18.9)."""
     if previous is not None and previous.model == model and _precision(previous) == precision:
         followed = _follow(reads, generation, previous)
         if followed is not None:
@@ -389,10 +390,10 @@ def _follow(
     }
     # A vector gone since the keys were read is the next generation's to drop.
     keep = held.copy()
-    new_rows = np.flatnonzero(~held)
-    keep[new_rows] = [h in fetched for h in hashes[new_rows].tolist()]
+    unheld = np.flatnonzero(~held)
+    keep[unheld] = [h in fetched for h in hashes[unheld].tolist()]
     block_ids, note_ids, hashes = block_ids[keep], note_ids[keep], hashes[keep]
-    held, source = held[keep], source[held & keep]
+    held, source = held[keep], source[held]  # every held row is kept
     new_rows = np.flatnonzero(~held)
     int8 = isinstance(previous.matrix, Int8Matrix)
     dims = previous.matrix.shape[1]

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from .db import IndexDatabase
 
 _IDS_PER_QUERY = 500  # keys bound in one `IN (...)`, well within SQLite's variable limit
+# The blocks with a vector of one model (`?`), and those vectors.
+_VECTORS_OF_BLOCKS = "FROM embeddings e JOIN blocks b ON b.embed_hash = e.hash WHERE e.model = ?"
 
 
 class IndexReads(Protocol):
@@ -535,19 +537,11 @@ class SqliteReads:
         vector in a temporary b-tree first (160 MB at 100k blocks, which the allocator then
         keeps)."""
         return self._chunks(
-            "SELECT b.id, b.note_id, e.hash, e.vector FROM embeddings e"
-            " JOIN blocks b ON b.embed_hash = e.hash WHERE e.model = ?",
-            (model,),
-            chunk,
+            f"SELECT b.id, b.note_id, e.hash, e.vector {_VECTORS_OF_BLOCKS}", model, chunk
         )
 
     def vector_keys(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, str]]]:
-        return self._chunks(
-            "SELECT b.id, b.note_id, e.hash FROM embeddings e"
-            " JOIN blocks b ON b.embed_hash = e.hash WHERE e.model = ?",
-            (model,),
-            chunk,
-        )
+        return self._chunks(f"SELECT b.id, b.note_id, e.hash {_VECTORS_OF_BLOCKS}", model, chunk)
 
     def vectors_of(self, model: str, hashes: Sequence[str]) -> list[tuple[str, bytes]]:
         conn = self.db.connect()
@@ -561,8 +555,8 @@ class SqliteReads:
             ).fetchall()
         return found
 
-    def _chunks(self, sql: str, params: tuple, chunk: int) -> Iterator[list[Any]]:
-        cursor = self.db.connect().execute(sql, params)
+    def _chunks(self, sql: str, model: str, chunk: int) -> Iterator[list[Any]]:
+        cursor = self.db.connect().execute(sql, (model,))
         try:
             while rows := cursor.fetchmany(chunk):
                 yield rows

@@ -75,6 +75,9 @@ hit AS (
 )
 
 
+# The blocks with a vector of one model (`%s`), and those vectors.
+_VECTORS_OF_BLOCKS = "FROM embeddings e JOIN blocks b ON b.embed_hash = e.hash WHERE e.model = %s"
+
 # `find_note`'s names: what each is compared with.
 _NAME_COLUMNS = {"path": "path", "title": "title", "file": "right(path, length(%s))"}
 
@@ -590,11 +593,7 @@ class PostgresReads:
 
     def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, str, bytes]]]:
         with self.connect().cursor(binary=True) as cur:
-            cur.execute(
-                "SELECT b.id, b.note_id, e.hash, e.vector FROM embeddings e"
-                " JOIN blocks b ON b.embed_hash = e.hash WHERE e.model = %s",
-                (model,),
-            )
+            cur.execute(f"SELECT b.id, b.note_id, e.hash, e.vector {_VECTORS_OF_BLOCKS}", (model,))
             while found := cur.fetchmany(chunk):
                 yield [
                     (block, note, digest, vector.to_numpy().astype(np.float32).tobytes())
@@ -603,11 +602,7 @@ class PostgresReads:
 
     def vector_keys(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, str]]]:
         with self.connect().cursor() as cur:
-            cur.execute(
-                "SELECT b.id, b.note_id, e.hash FROM embeddings e"
-                " JOIN blocks b ON b.embed_hash = e.hash WHERE e.model = %s",
-                (model,),
-            )
+            cur.execute(f"SELECT b.id, b.note_id, e.hash {_VECTORS_OF_BLOCKS}", (model,))
             while found := cur.fetchmany(chunk):
                 yield found
 
