@@ -211,7 +211,8 @@ def same_matrix(a: VectorMatrix, b: VectorMatrix) -> bool:
 @pytest.mark.parametrize("precision", ["int8", "float32"])
 def test_a_new_generation_reads_only_the_vectors_of_new_content(indexed, precision) -> None:
     """After a publish the store's matrix follows the index by reading every block's key
-    and only the vectors of content it did not hold; it equals a load from scratch."""
+    and only the vectors of content it did not hold; it equals a load from scratch, down to
+    the note of each row (a copied note's rows hold known vectors under a new note)."""
     model = indexed.embedder.model_id
     store = VectorStore(precision)
     reads = CountingReads(indexed.reads)
@@ -222,6 +223,8 @@ def test_a_new_generation_reads_only_the_vectors_of_new_content(indexed, precisi
     smoker.write_text(smoker.read_text() + "\nA second paragraph about smoker fuel.\n")
     (root / "Reference" / "Unrelated.md").unlink()
     (root / "Reference" / "Bees.md").write_text("# Bees\nWorkers, drones and one queen.\n")
+    (root / "Archive").mkdir()  # the same content in a new note: held vectors, a new owner
+    (root / "Archive" / "Apiary.md").write_text((root / "Projects" / "Apiary.md").read_text())
     indexed.index()
     new_content = {h for (h,) in indexed.db.connect().execute("SELECT embed_hash FROM blocks")} - {
         h.decode() for h in before.hashes.tolist()
@@ -231,4 +234,13 @@ def test_a_new_generation_reads_only_the_vectors_of_new_content(indexed, precisi
     assert reads.full_reads == 1 and sorted(reads.asked) == sorted(new_content)
     assert new_content and set(after.hashes.tolist()) > {h.encode() for h in new_content}
     assert same_matrix(after, load_matrix(indexed.reads, indexed.generation, model, precision))
+    copied = (
+        indexed.db.connect()
+        .execute(
+            "SELECT b.embed_hash FROM blocks b JOIN notes n ON n.id = b.note_id"
+            " WHERE n.path = 'Archive/Apiary.md'"
+        )
+        .fetchall()
+    )
+    assert copied and all(h.encode() in set(before.hashes.tolist()) for (h,) in copied)
     assert indexed.select("smoker fuel", k=1).candidates[0].path == "Equipment/Smoker.md"

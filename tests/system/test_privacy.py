@@ -161,6 +161,31 @@ def test_a_changed_rule_holds_at_the_next_query_without_indexing(
         ws.read_note("Orchard")
 
 
+@pytest.mark.slow
+def test_a_note_moved_into_a_denied_folder_keeps_its_vectors_not_its_visibility(
+    vault: Path, embedder: object
+) -> None:
+    """A server's vectors follow a publish by reusing the rows of unchanged content: a note
+    moved under a denied path keeps its text (and its id), so its vectors are reused; the
+    policy, which reads paths at each query, hides it at once, on the vector side too."""
+    moved = "MOVEDMARKER"
+    (vault / "Ledger.md").write_text(f"# Ledger\n\nThe orchard honey ledger {moved} is kept.\n")
+    with Workspace.open(vault, embedder=embedder) as ws:
+        ws.index()
+        before = ws.select("orchard honey ledger", k=20)
+        assert before.diagnostics["retrieval_path"] == "hybrid"
+        assert moved in json.dumps(before.contract())
+        matrix = ws.selector.vectors.get(ws.reads, ws.generation, embedder.model_id)
+        (vault / "Ledger.md").rename(vault / "Private" / "Ledger.md")
+        ws.index()
+        after = ws.select("orchard honey ledger", k=20)
+        followed = ws.selector.vectors.get(ws.reads, ws.generation, embedder.model_id)
+    assert set(followed.hashes.tolist()) == set(matrix.hashes.tolist())  # the same content
+    assert after.diagnostics["retrieval_path"] == "hybrid"
+    assert moved not in json.dumps(after.contract()) and not leaks(after.contract())
+    assert PUBLIC in json.dumps(after.contract())
+
+
 def test_a_note_turned_into_a_symlink_after_indexing_is_judged_by_its_target(
     ws: Workspace, vault: Path
 ) -> None:
