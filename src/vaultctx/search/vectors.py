@@ -341,10 +341,7 @@ def load_matrix(
             block_ids[n:end] = [r[0] for r in rows]
             note_ids[n:end] = [r[1] for r in rows]
             hashes += [r[2] for r in rows]
-            if precision == "int8":
-                values[n:end], scales[n:end] = quantize_rows(chunk)
-            else:
-                values[n:end] = chunk
+            _place(values, scales, slice(n, end), chunk)
             n = end
     finally:
         close = getattr(chunks, "close", None)
@@ -408,10 +405,7 @@ def _follow(
         chunk = np.stack([np.frombuffer(fetched[h], np.float32) for h in hashes[new_rows]])
         if chunk.shape[1] != dims:
             return None
-        if int8:
-            values[new_rows], scales[new_rows] = quantize_rows(chunk)
-        else:
-            values[new_rows] = chunk
+        _place(values, scales, new_rows, chunk)
     return _assemble(
         generation, previous.model, block_ids, note_ids, hashes, values, scales,
         "int8" if int8 else "float32",
@@ -445,6 +439,17 @@ def _assemble(
         note_starts=starts,
         hashes=hashes,
     )
+
+
+def _place(
+    values: np.ndarray, scales: np.ndarray, rows: slice | np.ndarray, chunk: np.ndarray
+) -> None:
+    """Float32 vectors into their rows of a matrix being built: as int8 codes and scales
+    when the matrix holds codes, else as they are."""
+    if values.dtype == np.int8:
+        values[rows], scales[rows] = quantize_rows(chunk)
+    else:
+        values[rows] = chunk
 
 
 def _precision(matrix: VectorMatrix) -> Precision:

@@ -596,7 +596,7 @@ class PostgresReads:
             cur.execute(f"SELECT b.id, b.note_id, e.hash, e.vector {_VECTORS_OF_BLOCKS}", (model,))
             while found := cur.fetchmany(chunk):
                 yield [
-                    (block, note, digest, vector.to_numpy().astype(np.float32).tobytes())
+                    (block, note, digest, _vector_bytes(vector))
                     for block, note, digest, vector in found
                 ]
 
@@ -611,4 +611,9 @@ class PostgresReads:
             "SELECT hash, vector FROM embeddings WHERE model = %s AND hash = ANY(%s)",
             (model, list(hashes)),
         )
-        return [(digest, v.to_numpy().astype(np.float32).tobytes()) for digest, v in found]
+        return [(digest, _vector_bytes(vector)) for digest, vector in found]
+
+
+def _vector_bytes(vector: Any) -> bytes:
+    """A pgvector value as the float32 bytes `IndexReads` gives (SQLite stores them so)."""
+    return vector.to_numpy().astype(np.float32).tobytes()
