@@ -1,7 +1,8 @@
-"""Select at scale on PostgreSQL: a million blocks, the HNSW index, select's latency and recall.
+"""Select at scale on PostgreSQL: a million blocks, the sketch's first pass, select's latency
+and recall.
 
     python benchmarks/pg_scale.py [--blocks 1000000] [--queries 200] [--workdir DIR]
-                                  [--database-url URL] [--shared-buffers 4GB]
+                                  [--database-url URL] [--shared-buffers 4GB] [--sqlite]
 
 The issue's target (29): "1M blocks on PostgreSQL, select p50 ≤ 60 ms and p95 ≤ 120 ms on this
 machine with the ANN index, recall@10 ≥ 0.98 of exact".
@@ -17,16 +18,17 @@ What it builds (kept in the workdir, so a second run measures at once):
    (`WordMixEmbedder`): real MiniLM query vectors against these blocks would be asked of a
    space they do not live in (recall@10 0.49 at 1M, against 0.99 at 20k blocks);
 3. a database: a throwaway PostgreSQL (`--shared-buffers`), or `--database-url`, which keeps
-   it between runs. `vaultctx index` publishes to it as a user's would, HNSW index included
-   (`ann_min_vectors` below the block count): its build time is printed.
+   it between runs. `vaultctx index` publishes to it as a user's would. With `--sqlite` the
+   same is measured on the SQLite index instead, unpublished.
 
 What it measures, per query of `synthvault.generate_queries` (3–12 words, some quoted phrases),
 after a warm-up, on two workspaces over the same database and one loaded model:
 - exact: `ann_min_vectors` above the block count, so select scans every vector in memory;
-- approximate: the HNSW index answers select's first vector pass;
+- sketch: `ann_min_vectors` 0, so select's first vector pass scores the rows the matrix's
+  sketch ranks best (`search.vectors.Sketch`), and the time the server took to fit it;
 - select's wall time p50/p95 for each, and the lexical and vector parts (diagnostics);
-- recall@10 and @100 of the first pass's blocks (the index's answer, scored, against the scan
-  of every vector), and how many of select's top 10 notes the two share;
+- recall@10 and @100 of the first pass's blocks (the sketch's best rows, scored, against the
+  scan of every vector), and how many of select's top 10 notes the two share;
 - then one note of the vault edited (it stays edited) and published: how long a server's
   matrix takes to follow the new generation, against loading it whole.
 """
@@ -52,9 +54,10 @@ offline_env()
 from vaultctx import Embedder, Workspace  # noqa: E402
 from vaultctx.pipeline import retrievers  # noqa: E402
 from vaultctx.pipeline.note_ranking import VECTOR_DEPTH  # noqa: E402
+from vaultctx.search.vectors import VectorMatrix  # noqa: E402
 
 P50_TARGET_MS, P95_TARGET_MS, RECALL_TARGET = 60.0, 120.0, 0.98
-EXACT = 10**12  # an `ann_min_vectors` no index reaches: select scans every vector
+EXACT = 10**12  # an `ann_min_vectors` no matrix reaches: select scans every vector
 WARM_QUERIES = 20
 # A block vector's folder, note and common shares (`add_block_vectors`), fitted to four
 # figures of the real vaults' vectors before any recall was measured.
@@ -236,41 +239,52 @@ def _unit(rows: np.ndarray) -> np.ndarray:
     return rows
 
 
-def publish(root: Path, work: Path, url: str, embedder: Embedder, ann_min: int) -> dict:
+def publish(root: Path, work: Path, url: str, embedder: Embedder) -> dict:
     t0 = time.perf_counter()
-    with Workspace.open(
-        root, settings(work, database_url=url, ann_min_vectors=ann_min), embedder=embedder
-    ) as ws:
+    with Workspace.open(root, settings(work, database_url=url), embedder=embedder) as ws:
         report = ws.index()
     published = report.published or {}
     print(f"published in {time.perf_counter() - t0:.0f} s: {published}", flush=True)
     return published
 
 
-def measure(root: Path, work: Path, url: str, embedder: Embedder, queries: list[str]) -> dict:
+def measure(
+    root: Path, work: Path, url: str | None, embedder: Embedder, queries: list[str]
+) -> dict:
     def workspace(ann_min: int) -> Workspace:
+        database = {"database_url": url} if url else {}
         return Workspace.open(
-            root, settings(work, database_url=url, ann_min_vectors=ann_min), embedder=embedder
+            root, settings(work, **database, ann_min_vectors=ann_min), embedder=embedder
         )
+
+    def loaded(ws: Workspace) -> tuple[VectorMatrix, float]:
+        started = time.perf_counter()
+        matrix = ws.selector.vectors.get(ws.reads, ws.generation, model)
+        return matrix, time.perf_counter() - started
 
     exact, approximate = workspace(EXACT), workspace(0)
     try:
         model = embedder.model_id
-        t0 = time.perf_counter()
-        matrix = exact.selector.vectors.get(exact.reads, exact.generation, model)
-        load_s = time.perf_counter() - t0
-        print(f"matrix: {matrix.size} rows loaded in {load_s:.1f} s", flush=True)
+        matrix, load_s = loaded(exact)
+        sketched, sketched_s = loaded(approximate)
+        sketch = sketched.sketch
+        assert sketch is not None
+        print(
+            f"matrix: {matrix.size} rows loaded in {load_s:.1f} s;"
+            f" with its sketch, {sketched_s:.1f} s",
+            flush=True,
+        )
         for q in queries[:WARM_QUERIES]:
             exact.select(q, k=10)
             approximate.select(q, k=10)
-        wall: dict[str, list[float]] = {"exact": [], "ann": []}
+        wall: dict[str, list[float]] = {"exact": [], "sketch": []}
         parts: dict[str, dict[str, list[float]]] = {
             mode: {"lexical": [], "vector": []} for mode in wall
         }
-        shared_notes, recall10, recall100, ann_ms = [], [], [], []
+        shared_notes, recall10, recall100, sketch_ms = [], [], [], []
         for q in queries[WARM_QUERIES:]:
             tops = {}
-            for mode, ws in (("exact", exact), ("ann", approximate)):
+            for mode, ws in (("exact", exact), ("sketch", approximate)):
                 started = time.perf_counter()
                 selection = ws.select(q, k=10)
                 wall[mode].append((time.perf_counter() - started) * 1000)
@@ -278,14 +292,14 @@ def measure(root: Path, work: Path, url: str, embedder: Embedder, queries: list[
                     parts[mode][name].append(selection.diagnostics[f"{name}_ms"])
                 tops[mode] = [hit.path for hit in selection.notes()][:10]
             if tops["exact"]:
-                shared_notes.append(len(set(tops["exact"]) & set(tops["ann"])) / len(tops["exact"]))
+                shared = set(tops["exact"]) & set(tops["sketch"])
+                shared_notes.append(len(shared) / len(tops["exact"]))
             vector = embedder.encode_query(q)
             truth, _, _ = matrix.search(vector, VECTOR_DEPTH)
             started = time.perf_counter()
-            found = approximate.reads.nearest_blocks(model, vector, retrievers.NEAREST_POOL) or []
-            ann_ms.append((time.perf_counter() - started) * 1000)
-            rows = matrix.rows_for_blocks(np.unique(np.asarray(found, dtype=np.int64)))
-            approx, _, _ = matrix.search(vector, VECTOR_DEPTH, rows=rows)
+            rows = sketch.best_rows(vector, retrievers.SKETCH_CANDIDATES, sketched.helper)
+            sketch_ms.append((time.perf_counter() - started) * 1000)
+            approx, _, _ = sketched.search(vector, VECTOR_DEPTH, rows=rows)
             recall10.append(len(set(truth[:10]) & set(approx[:10])) / 10)
             recall100.append(len(set(truth) & set(approx)) / len(truth))
         # A server's matrix after someone saves a note: it follows the new generation.
@@ -311,6 +325,7 @@ def measure(root: Path, work: Path, url: str, embedder: Embedder, queries: list[
     return {
         "blocks": matrix.size,
         "matrix_load_s": round(load_s, 1),
+        "matrix_and_sketch_load_s": round(sketched_s, 1),
         "matrix_follow_s": round(follow_s, 1),
         "queries": len(wall["exact"]),
         "select_ms": {mode: summary(values) for mode, values in wall.items()},
@@ -318,7 +333,7 @@ def measure(root: Path, work: Path, url: str, embedder: Embedder, queries: list[
             mode: {name: summary(values) for name, values in by.items()}
             for mode, by in parts.items()
         },
-        "hnsw_query_ms": summary(ann_ms),
+        "sketch_pass_ms": summary(sketch_ms),
         "first_pass_recall_at_10": round(float(np.mean(recall10)), 4),
         "first_pass_recall_at_100": round(float(np.mean(recall100)), 4),
         "select_top10_notes_shared": round(float(np.mean(shared_notes)), 4),
@@ -332,14 +347,15 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/pg-scale"))
     parser.add_argument("--database-url", help="a database to keep between runs")
     parser.add_argument("--shared-buffers", default="4GB", help="the throwaway server's")
+    parser.add_argument("--sqlite", action="store_true", help="the SQLite index, unpublished")
     parser.add_argument(
-        "--nearest-pool",
+        "--candidates",
         type=int,
-        help="blocks the first pass asks the index for (default: select's NEAREST_POOL)",
+        help="rows the first pass scores from the sketch (default: SKETCH_CANDIDATES)",
     )
     args = parser.parse_args()
-    if args.nearest_pool:
-        retrievers.NEAREST_POOL = args.nearest_pool
+    if args.candidates:
+        retrievers.SKETCH_CANDIDATES = args.candidates
     work = args.workdir
     work.mkdir(parents=True, exist_ok=True)
     embedder = Embedder()
@@ -350,7 +366,7 @@ def main() -> int:
     queries = generate_queries(args.queries + WARM_QUERIES, seed=1)
     server = None
     url = args.database_url
-    if url is None:
+    if url is None and not args.sqlite:
         server = embedded_postgres()
         import pg_server  # on the path once embedded_postgres is called
 
@@ -358,21 +374,21 @@ def main() -> int:
         server.start()
         url = server.create_database("scale")
     try:
-        published = publish(root, work, url, embedder, ann_min=min(args.blocks // 2, 500_000))
-        figures = measure(root, work, url, queries_in_space, queries)
+        published = {} if args.sqlite else publish(root, work, url, embedder)
+        figures = measure(root, work, None if args.sqlite else url, queries_in_space, queries)
     finally:
         if server is not None:
             server.stop()
+    figures["backend"] = "sqlite" if args.sqlite else "postgres"
     figures["publish_ms"] = published.get("elapsed_ms")
-    figures["ann_index_built"] = published.get("ann_index_built")
-    figures["nearest_pool"] = retrievers.NEAREST_POOL
-    for mode in ("exact", "ann"):
+    figures["sketch_candidates"] = retrievers.SKETCH_CANDIDATES
+    for mode in ("exact", "sketch"):
         ms = figures["select_ms"][mode]
         print(
             f"select, {mode}: p50 {ms['p50']} ms, p95 {ms['p95']} ms;"
             f" parts {figures['parts_ms'][mode]}"
         )
-    print(f"HNSW query for {retrievers.NEAREST_POOL} blocks: {figures['hnsw_query_ms']}")
+    print(f"sketch pass for {retrievers.SKETCH_CANDIDATES} rows: {figures['sketch_pass_ms']}")
     print(
         f"first pass recall@10 {figures['first_pass_recall_at_10']},"
         f" @100 {figures['first_pass_recall_at_100']};"
@@ -381,14 +397,14 @@ def main() -> int:
     ok = all(
         [
             check(
-                "select p50 (ms), ANN",
-                figures["select_ms"]["ann"]["p50"],
+                "select p50 (ms), sketch",
+                figures["select_ms"]["sketch"]["p50"],
                 P50_TARGET_MS,
                 higher_is_better=False,
             ),
             check(
-                "select p95 (ms), ANN",
-                figures["select_ms"]["ann"]["p95"],
+                "select p95 (ms), sketch",
+                figures["select_ms"]["sketch"]["p95"],
                 P95_TARGET_MS,
                 higher_is_better=False,
             ),

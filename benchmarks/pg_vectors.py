@@ -20,7 +20,9 @@ real vectors, then copies of them with Gaussian noise of `--sigma` per dimension
 (b) `CREATE INDEX ... USING hnsw (v vector_cosine_ops) WITH (m = 16, ef_construction = 64)`:
     build time and size, then p50/p95 ms and recall@10 against (a) per `hnsw.ef_search`;
 (c) the in-process exact scan of the same rows (int8 codes and `dot_rows`, as select does
-    today, with its helper thread; float32 too), p50/p95 ms per query and recall@10.
+    below `ann_min_vectors`, with its helper thread; float32 too), and select's first pass
+    past it (`sketch`: the matrix's sketch, then its SKETCH_CANDIDATES best rows scored
+    exactly; the sketch's fit time is printed), p50/p95 ms per query and recall@10.
 
 maintenance_work_mem must hold the graph for a fast build (the index takes about 2 KB a row here:
 1M rows want 3GB or more; pgvector prints a notice when it does not fit).
@@ -198,21 +200,38 @@ def session(url: str, settings: dict[str, str]):
 
 
 def in_process(matrix: np.ndarray, queries: np.ndarray) -> dict:
-    """Today's path: the rows in memory, scored exactly per query; top-10 by argpartition."""
-    from vaultctx.search.vectors import Int8Matrix, dot_rows, quantize_rows
+    """Select's paths: the rows in memory, scored exactly per query, or only the rows their
+    sketch ranks best; top-10 by argpartition."""
+    from vaultctx.pipeline.note_ranking import SKETCH_CANDIDATES
+    from vaultctx.search.vectors import Int8Matrix, Sketch, dot_rows, quantize_rows
 
     int8 = Int8Matrix(*quantize_rows(matrix))
+    started = time.perf_counter()
+    sketch = Sketch.fit(int8)
+    print(f"  sketch of {len(matrix):,} rows fitted in {time.perf_counter() - started:.1f} s")
     out = {}
     with ThreadPoolExecutor(1) as helper:
-        for name, rows in (("int8", int8), ("float32", matrix)):
+
+        def best(scores: np.ndarray) -> np.ndarray:
+            top = np.argpartition(-scores, K)[:K]
+            return top[np.argsort(-scores[top])]
+
+        def sketched(q: np.ndarray) -> np.ndarray:
+            rows = sketch.best_rows(q, SKETCH_CANDIDATES, helper)
+            return rows[best(dot_rows(Int8Matrix(int8.codes[rows], int8.scales[rows]), q))]
+
+        searches = {
+            "int8": lambda q: best(dot_rows(int8, q, helper)),
+            "float32": lambda q: best(dot_rows(matrix, q, helper)),
+            "sketch": sketched,
+        }
+        for name, search in searches.items():
             times, ids = [], []
             for q in queries[:5]:
-                dot_rows(rows, q, helper)
+                search(q)
             for q in queries:
                 started = time.perf_counter()
-                scores = dot_rows(rows, q, helper)
-                top = np.argpartition(-scores, K)[:K]
-                top = top[np.argsort(-scores[top])]
+                top = search(q)
                 times.append((time.perf_counter() - started) * 1000)
                 ids.append(top.tolist())
             out[name] = (times, ids)
@@ -249,7 +268,7 @@ def run_size(pg, n: int, matrix: np.ndarray, queries: np.ndarray, args) -> dict:
         fig[f"inproc_{name}_p95_ms"] = percentile(times, 95)
         fig[f"inproc_{name}_recall"] = recall(ids, exact)
         print(
-            f"  (c) in-process exact {name}: p50 {percentile(times, 50):.1f} ms,"
+            f"  (c) in-process {name}: p50 {percentile(times, 50):.1f} ms,"
             f" p95 {percentile(times, 95):.1f} ms, recall@10 vs (a) {recall(ids, exact):.4f}",
             flush=True,
         )
@@ -309,7 +328,7 @@ def report(fig: dict) -> None:
                 fig[f"inproc_{name}_p95_ms"],
                 fig[f"inproc_{name}_recall"],
             )
-            for name in ("int8", "float32")
+            for name in ("int8", "float32", "sketch")
         ),
     ]
     for label, p50, p95, rec in lines:

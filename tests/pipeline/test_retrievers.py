@@ -1,17 +1,19 @@
-"""Select's vector run when the index has a nearest-neighbour index: the first pass scores
-only the blocks it returns (or the allowed notes' blocks, exactly), and answers as the scan
-of every vector does wherever those blocks hold the scan's best ones."""
+"""Select's vector run over a matrix with a sketch: the first pass scores only the rows the
+sketch ranks best (or the allowed notes' blocks, exactly), and answers as the scan of every
+vector does wherever those rows hold the scan's best ones."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from vaultctx.pipeline.note_ranking import FEEDBACK_POOL, NEAREST_POOL
+from vaultctx.pipeline import retrievers
+from vaultctx.pipeline.note_ranking import FEEDBACK_POOL
 from vaultctx.pipeline.retrievers import Run, feedback, vector_run
-from vaultctx.search.vectors import VectorMatrix, load_matrix
+from vaultctx.search.vectors import Sketch, VectorMatrix, load_matrix
 
 ROWS, NOTES, DIM = 3000, 300, 16
 
@@ -48,17 +50,22 @@ def query(seed: int) -> np.ndarray:
     return vector / np.linalg.norm(vector)
 
 
-def run_of(matrix: VectorMatrix, vector: np.ndarray, nearest=None, **kwargs) -> Run:
+@pytest.fixture(scope="module")
+def sketched(matrix: VectorMatrix) -> VectorMatrix:
+    return replace(matrix, sketch=Sketch.fit(matrix.matrix))
+
+
+@pytest.fixture
+def candidates(monkeypatch) -> Iterator[None]:
+    """Half the rows, so the sketch chooses: still more than feedback's pool."""
+    monkeypatch.setattr(retrievers, "SKETCH_CANDIDATES", ROWS // 2)
+    assert FEEDBACK_POOL < ROWS // 2
+    yield
+
+
+def run_of(matrix: VectorMatrix, vector: np.ndarray, **kwargs) -> Run:
     options = {"allowed": None, "hidden": frozenset(), **kwargs}
-    return vector_run(lambda: matrix, lambda: vector, out_vector=[None], nearest=nearest, **options)
-
-
-def best_blocks(matrix: VectorMatrix, vector: np.ndarray, n: int) -> list[int]:
-    """What a perfect index returns: the n nearest blocks, in no particular order."""
-    scores = np.asarray(matrix.matrix) @ vector
-    found = matrix.block_ids[np.argsort(-scores)[:n]].tolist()
-    np.random.default_rng(0).shuffle(found)
-    return found
+    return vector_run(lambda: matrix, lambda: vector, out_vector=[None], **options)
 
 
 def owners(matrix: VectorMatrix) -> dict[int, int]:
@@ -70,66 +77,63 @@ def hits(run: Run) -> list[tuple[str, float]]:
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_the_nearest_blocks_give_the_scan_s_hits_spread_and_notes(matrix, seed):
+def test_the_sketch_s_best_rows_give_the_scan_s_hits_spread_and_notes(
+    matrix, sketched, candidates, seed
+):
     vector = query(seed)
-    asked: list[int] = []
-
-    def nearest(v: np.ndarray, n: int) -> list[int]:
-        asked.append(n)
-        return best_blocks(matrix, v, n)
-
-    scan, approximate = run_of(matrix, vector), run_of(matrix, vector, nearest)
-    assert asked == [NEAREST_POOL] and approximate.approximate and not scan.approximate
+    scan, approximate = run_of(matrix, vector), run_of(sketched, vector)
+    assert approximate.approximate and not scan.approximate
+    assert approximate.rows is not None and approximate.rows.size == ROWS // 2
     assert hits(approximate) == hits(scan)
     assert approximate.spread == pytest.approx(scan.spread)  # over the whole matrix, not the pool
     assert sorted(approximate.pool.tolist()) == sorted(scan.pool.tolist())
-    for run in (scan, approximate):
-        feedback(Run(), run, vector, matrix, 60, allowed=None, hidden=frozenset())
+    for run, over in ((scan, matrix), (approximate, sketched)):
+        feedback(Run(), run, vector, over, 60, allowed=None, hidden=frozenset())
     assert hits(approximate) == hits(scan)
     assert [(h.key, round(h.score, 6)) for h in approximate.notes] == [
         (h.key, round(h.score, 6)) for h in scan.notes
     ]
 
 
-def test_without_an_index_every_vector_is_scanned(matrix):
-    vector = query(11)
-    run = run_of(matrix, vector, lambda v, n: None)
+def test_without_a_sketch_every_vector_is_scanned(matrix):
+    run = run_of(matrix, query(11))
     assert not run.approximate and run.rows is None
-    assert hits(run) == hits(run_of(matrix, vector))
 
 
-def test_filters_score_the_allowed_notes_exactly_without_asking_the_index(matrix):
-    def nearest(v: np.ndarray, n: int) -> list[int]:
+class Unasked(Sketch):
+    def best_rows(self, *args, **kwargs) -> np.ndarray:
         raise AssertionError("the allowed notes' blocks are scored exactly")
 
+
+def test_filters_score_the_allowed_notes_exactly_without_asking_the_sketch(matrix, sketched):
+    unasked = replace(sketched, sketch=Unasked(sketched.sketch.mean, sketched.sketch.basis, None))
     allowed = set(range(1, 40))
     vector = query(12)
-    narrowed = run_of(matrix, vector, nearest, allowed=allowed)
+    narrowed = run_of(unasked, vector, allowed=allowed)
     assert not narrowed.approximate
     assert hits(narrowed) == hits(run_of(matrix, vector, allowed=allowed))
     assert {int(matrix.note_ids[r]) for r in narrowed.rows} <= allowed
 
 
-def test_a_hidden_note_the_index_returns_never_comes_back(matrix):
+def test_a_hidden_note_the_sketch_ranks_best_never_comes_back(matrix, sketched, candidates):
     vector = query(13)
-    found = best_blocks(matrix, vector, FEEDBACK_POOL)
+    best = sketched.sketch.best_rows(vector, 50)
+    hidden = frozenset(int(n) for n in sketched.note_ids[best])
+    run = run_of(sketched, vector, hidden=hidden)
     owner = owners(matrix)
-    hidden = frozenset(owner[b] for b in found[:50])
-    run = run_of(matrix, vector, lambda v, n: found, hidden=hidden)
-    assert run.hits and not {owner[int(h.key[6:])] for h in run.hits} & hidden
+    assert run.approximate and run.hits and not {owner[int(h.key[6:])] for h in run.hits} & hidden
     assert hits(run) == hits(run_of(matrix, vector, hidden=hidden))[: len(run.hits)]
 
 
-def test_an_index_whose_every_block_is_hidden_leaves_no_vector_notes(matrix):
+def test_a_sketch_whose_every_best_row_is_hidden_leaves_no_vector_notes(sketched, monkeypatch):
     """A person's policy may hide every block nearest their question: select answers from
     the other lists, the vector side empty (it used to fail on a short score array)."""
+    monkeypatch.setattr(retrievers, "SKETCH_CANDIDATES", 20)
     vector = query(14)
-    found = best_blocks(matrix, vector, 20)
-    owner = owners(matrix)
-    hidden = frozenset(owner[b] for b in found)
-    run = run_of(matrix, vector, lambda v, n: found, hidden=hidden)
-    assert run.hits == []
-    feedback(Run(), run, vector, matrix, 60, allowed=None, hidden=hidden)
+    hidden = frozenset(int(n) for n in sketched.note_ids[sketched.sketch.best_rows(vector, 20)])
+    run = run_of(sketched, vector, hidden=hidden)
+    assert run.approximate and run.hits == []
+    feedback(Run(), run, vector, sketched, 60, allowed=None, hidden=hidden)
     assert run.notes == [] and run.feedback == 0
 
 
@@ -140,7 +144,7 @@ def test_a_failed_read_of_the_vectors_is_not_the_model_s_error(matrix):
     class DatabaseDown(Exception):
         pass
 
-    def nearest(v: np.ndarray, n: int) -> list[int]:
+    def matrix_of_a_database_gone() -> VectorMatrix:
         raise DatabaseDown("server closed the connection")
 
     def broken_model() -> np.ndarray:
@@ -148,9 +152,7 @@ def test_a_failed_read_of_the_vectors_is_not_the_model_s_error(matrix):
 
     options = {"allowed": None, "hidden": frozenset(), "read_errors": (DatabaseDown,)}
     vector = query(0)
-    failed = vector_run(
-        lambda: matrix, lambda: vector, out_vector=[None], nearest=nearest, **options
-    )
+    failed = vector_run(matrix_of_a_database_gone, lambda: vector, out_vector=[None], **options)
     assert failed.error == "vectors: server closed the connection"
     assert failed.hits == []
     no_model = vector_run(lambda: matrix, broken_model, out_vector=[None], **options)

@@ -1,5 +1,6 @@
-"""The in-memory vector matrix: large ones scored in two halves, the rows of given notes, and
-int8 codes with a scale per row, scored like float32."""
+"""The in-memory vector matrix: large ones scored in two halves, the rows of given notes,
+int8 codes with a scale per row, scored like float32, and the sketch a large matrix's first
+pass scans."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ from hypothesis.extra.numpy import arrays
 from select_helpers import NOTES, HashEmbedder
 from vaultctx import Workspace
 from vaultctx.search.vectors import (
+    SKETCH_DIMS,
     SPLIT_ROWS,
     Int8Matrix,
+    Sketch,
     VectorMatrix,
     VectorStore,
+    _best_unordered,
     dot_rows,
     load_matrix,
     quantize_rows,
@@ -174,6 +178,7 @@ def test_an_index_without_vectors_gives_an_empty_matrix(make_vault) -> None:
     with Workspace.open(make_vault(NOTES), embedder=HashEmbedder()) as ws:
         ws.index(embed=False)
         matrix = load_matrix(ws.reads, "g", ws.embedder.model_id)
+        assert VectorStore(sketch_rows=0).get(ws.reads, "g", ws.embedder.model_id).sketch is None
     assert matrix.size == 0
     assert matrix.search(np.ones(64, np.float32), 5)[0].size == 0
 
@@ -214,7 +219,7 @@ def test_a_new_generation_reads_only_the_vectors_of_new_content(indexed, precisi
     and only the vectors of content it did not hold; it equals a load from scratch, down to
     the note of each row (a copied note's rows hold known vectors under a new note)."""
     model = indexed.embedder.model_id
-    store = VectorStore(precision)
+    store = VectorStore(precision, sketch_rows=1)
     reads = CountingReads(indexed.reads)
     before = store.get(reads, indexed.generation, model)
     assert reads.full_reads == 1
@@ -234,6 +239,12 @@ def test_a_new_generation_reads_only_the_vectors_of_new_content(indexed, precisi
     assert reads.full_reads == 1 and sorted(reads.asked) == sorted(new_content)
     assert new_content and set(after.hashes.tolist()) > {h.encode() for h in new_content}
     assert same_matrix(after, load_matrix(indexed.reads, indexed.generation, model, precision))
+    # The sketch follows too: the same directions, every row (held or new) projected on them.
+    assert after.sketch is not None and before.sketch is not None
+    assert after.sketch.basis is before.sketch.basis
+    codes, scales = after.sketch.project(after.matrix[np.arange(after.size)])
+    assert np.array_equal(after.sketch.rows.codes, codes)
+    assert np.array_equal(after.sketch.rows.scales, scales)
     copied = (
         indexed.db.connect()
         .execute(
@@ -244,3 +255,57 @@ def test_a_new_generation_reads_only_the_vectors_of_new_content(indexed, precisi
     )
     assert copied and all(h.encode() in set(before.hashes.tolist()) for (h,) in copied)
     assert indexed.select("smoker fuel", k=1).candidates[0].path == "Equipment/Smoker.md"
+
+
+def embedding_like(n: int, seed: int = 0) -> np.ndarray:
+    """Unit rows that, like a text model's vectors, share a mean direction and vary mostly
+    along a few dozen directions (32 topics), with some noise in every other."""
+    rng = np.random.default_rng(seed)
+    topics = rng.standard_normal((32, 384)).astype(np.float32)
+    rows = rng.standard_normal((n, 32)).astype(np.float32) @ topics
+    rows += 3.0 * rng.standard_normal((n, 384)).astype(np.float32) + 20.0
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("int8", [True, False])
+def test_the_sketch_s_best_rows_hold_the_nearest_ones(int8: bool) -> None:
+    """A sketch keeps SKETCH_DIMS of 384 directions, yet its best 2% of rows hold nearly
+    all of the exact top 10; in two halves on two threads it chooses the same rows."""
+    rows = embedding_like(2 * SPLIT_ROWS)
+    matrix = Int8Matrix.quantize(rows) if int8 else rows
+    sketch = Sketch.fit(matrix)
+    assert sketch.basis.shape == (384, SKETCH_DIMS) and len(sketch.rows) == len(rows)
+    queries = embedding_like(40, seed=1)
+    found = 0
+    with ThreadPoolExecutor(1) as helper:
+        for query in queries:
+            best = sketch.best_rows(query, len(rows) // 50)
+            assert np.array_equal(best, sketch.best_rows(query, len(rows) // 50, helper))
+            assert np.array_equal(best, np.sort(best))
+            exact = np.argsort(-(rows @ query))[:10]
+            found += len(set(exact.tolist()) & set(best.tolist()))
+    assert found / (10 * len(queries)) >= 0.98
+    assert sketch.best_rows(queries[0], len(rows)).tolist() == list(range(len(rows)))
+
+
+def test_a_store_sketches_only_matrices_of_sketch_rows_or_more(indexed) -> None:
+    model = indexed.embedder.model_id
+    size = VectorStore().get(indexed.reads, "g", model).size
+    assert VectorStore().get(indexed.reads, "g", model).sketch is None
+    assert VectorStore(sketch_rows=size + 1).get(indexed.reads, "g", model).sketch is None
+    sketched = VectorStore(sketch_rows=size).get(indexed.reads, "g", model)
+    assert sketched.sketch is not None and len(sketched.sketch.rows) == size
+
+
+@given(
+    arrays(np.float32, st.integers(1, 5000), elements=st.floats(-1, 1, width=32)),
+    st.integers(1, 6000),
+)
+@example(np.repeat(np.float32(0.5), 4096), 100)  # every score tied at the cut
+@example(np.arange(4096, dtype=np.float32), 4000)  # the sample's cut keeps too few
+def test_the_best_scores_are_found_without_partitioning_them_all(scores, n) -> None:
+    best = _best_unordered(scores, n)
+    assert best.size == min(n, scores.size) == np.unique(best).size
+    if n < scores.size:  # the same scores as a full partition's (ties may swap indices)
+        full = np.argpartition(scores, scores.size - n)[scores.size - n :]
+        assert np.array_equal(np.sort(scores[best]), np.sort(scores[full]))

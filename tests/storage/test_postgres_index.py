@@ -4,6 +4,7 @@ as they are. On a real PostgreSQL (tests/pg_server.py) and real SQLite index fil
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 import threading
@@ -483,37 +484,34 @@ def test_touches_made_through_the_database_outlive_a_full_publish(example_vault,
     vault.close()
 
 
-def test_the_hnsw_index_finds_the_nearest_blocks(example_vault: Path, postgres_url):
-    """Past `ann_min_vectors` a publish gives the model's vectors an HNSW index (once), and
-    the database answers a vector's nearest blocks from it; without one it says so (None),
-    as the SQLite index always does."""
-    import numpy as np
-
+def test_the_hnsw_index_of_an_earlier_version_is_dropped_as_the_database_is_opened(
+    example_vault: Path, postgres_url
+):
+    """vaultctx up to schema 7 built an HNSW index on a model's vectors past
+    `ann_min_vectors`; select no longer asks it, so schema 8 drops it (every write kept it
+    up to date) and nothing else on the table."""
     vault = Vault.open(example_vault)
     vault.index()
-    lite = SqliteReads(vault.db)
-    model = lite.meta("embedding_model")
-    rows = [row for chunk in lite.vector_rows(model, 500) for row in chunk]
-    blocks = np.array([block for block, *_ in rows])
-    matrix = np.stack([np.frombuffer(vector, dtype=np.float32) for *_, vector in rows])
-    reads = PostgresReads(postgres_url)
-    try:
-        with connect(postgres_url) as pg:
-            assert not publish(vault.db, pg, None, len(rows) + 1).ann_index_built
-            assert reads.nearest_blocks(model, matrix[0], 5) is None
-            assert publish(vault.db, pg, None, len(rows)).ann_index_built
-            assert not publish(vault.db, pg, None, 0).ann_index_built  # built once
-        for i in (0, len(rows) // 2, len(rows) - 1):
-            nearest = reads.nearest_blocks(model, matrix[i], 5)
-            exact = blocks[np.argsort(-(matrix @ matrix[i]), kind="stable")[:5]]
-            assert nearest is not None and blocks[i] in nearest
-            assert set(nearest) == set(exact.tolist())
-        assert len(reads.nearest_blocks(model, matrix[0], 10_000)) == len(rows)
-        assert reads.nearest_blocks("another-model", matrix[0], 5) is None
-        assert lite.nearest_blocks(model, matrix[0], 5) is None
-    finally:
-        reads.close()
-        vault.close()
+    model = vault.db.get_meta("embedding_model")
+    old = "embeddings_ann_" + hashlib.sha1(model.encode()).hexdigest()[:12]
+    with connect(postgres_url) as pg:
+        publish(vault.db, pg, None)
+        pg.execute(
+            f"CREATE INDEX {old} ON embeddings USING hnsw ((vector::vector(384))"
+            f" vector_cosine_ops) WHERE model = '{model}';"
+            " CREATE INDEX embeddings_annotated ON embeddings (hash);"
+            " UPDATE vx_schema SET version = 7"
+        )
+    with connect(postgres_url) as pg:  # opening it migrates
+        indexes = {
+            name
+            for (name,) in pg.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'embeddings'"
+            ).fetchall()
+        }
+        assert old not in indexes and "embeddings_annotated" in indexes
+        assert pg.execute("SELECT version FROM vx_schema").fetchone() == (SCHEMA_VERSION,)
+    vault.close()
 
 
 def test_a_database_of_the_last_schema_is_upgraded_with_its_rankings(example_vault, postgres_url):

@@ -39,24 +39,21 @@ def test_select_reads_the_same_ranking_from_postgresql(example_vault: Path, post
         assert [c.id for c in ws.related("Varroa mites", k=5).candidates] == related
 
 
-def test_select_through_the_nearest_neighbour_index_answers_as_the_scan(
-    example_vault: Path, postgres_url, embedder
-):
-    """Past `ann_min_vectors` select's first vector pass scores the blocks the database's
-    HNSW index returns instead of every vector. On a vault smaller than the index's search
-    width that is every block, so the answers are the scan's, score for score: plain, with
-    filters (scored exactly within them), and for `related`. Below the setting the scan
-    runs, index or not."""
+def test_select_through_the_sketch_answers_as_the_scan(example_vault: Path, postgres_url, embedder):
+    """Past `ann_min_vectors` select's first vector pass scores the rows the matrix's sketch
+    ranks best instead of every vector. On a vault smaller than `SKETCH_CANDIDATES` that is
+    every block, so the answers are the scan's, score for score: plain, with filters
+    (scored exactly within them), and for `related`. Below the setting the scan runs."""
     filters = {"path": "Journal"}
     settings = {"database_url": postgres_url, "ann_min_vectors": 0}
     with Workspace.open(example_vault, settings, embedder=embedder) as ws:
-        assert ws.index().published["ann_index_built"]
+        ws.index()
         approximate = selected(ws)
         narrowed = [
             (c.id, round(c.score, 9)) for c in ws.select("mites", filters=filters).candidates
         ]
         related = [(c.id, round(c.score, 9)) for c in ws.related("Varroa mites", k=5).candidates]
-        assert ws.select(QUERIES[0]).diagnostics["vector_pass"] == "index"
+        assert ws.select(QUERIES[0]).diagnostics["vector_pass"] == "sketch"
         assert ws.select("mites", filters=filters).diagnostics["vector_pass"] == "scan"
     with Workspace.open(example_vault, {"database_url": postgres_url}, embedder=embedder) as ws:
         assert ws.select(QUERIES[0]).diagnostics["vector_pass"] == "scan"
@@ -190,15 +187,15 @@ def test_a_database_that_cannot_be_reached_is_one_line_at_the_cli(example_vault,
 def test_a_database_failure_under_the_vector_run_leaves_the_lexical_answer(
     example_vault: Path, postgres_url, embedder
 ):
-    """The nearest-neighbour query failing in the database (here its table is gone) is the
-    vector run's error, labelled as a read of the vectors, not as the model's; select answers
-    from the lexical list, and once the database is back, from both."""
+    """The read of the vectors failing in the database (here their table is gone as a
+    server loads them) is the vector run's error, labelled as a read of the vectors, not as
+    the model's; select answers from the lexical list, and once the database is back, from
+    both."""
     import psycopg
 
-    settings = {"database_url": postgres_url, "ann_min_vectors": 0}
+    settings = {"database_url": postgres_url}
     with Workspace.open(example_vault, settings, embedder=embedder) as ws:
         ws.index()
-        assert ws.select("varroa mites").diagnostics["retrieval_path"] == "hybrid"
         with psycopg.connect(postgres_url, autocommit=True) as admin:
             admin.execute("ALTER TABLE embeddings RENAME TO embeddings_away")
             try:

@@ -27,7 +27,7 @@ def diagnostics_of(
         out[f"{name}_ms"] = round(run.ms, 3)
         out[f"{name}_hits"] = len(run.hits)
     out["vector_feedback"] = runs["vector"].feedback
-    out["vector_pass"] = "index" if runs["vector"].approximate else "scan"
+    out["vector_pass"] = "sketch" if runs["vector"].approximate else "scan"
     out["context_notes"] = len(found.context)
     out["store_size"] = search.store_size
     out["retrieval_path"] = retrieval_path(runs, use_vectors, found.vectors_indexed)

@@ -59,14 +59,24 @@ FEEDBACK_WEIGHT = 1.0  (pipeline/note_ranking.py)
     as `FEEDBACK_DOCS`
 FEEDBACK_POOL = 1000  (pipeline/note_ranking.py)
     speed: the rows scored again at 100k blocks (`select_bench`); quality untuned
-NEAREST_POOL = 1000  (pipeline/note_ranking.py)
-    `pg_scale` at 1M blocks, the first pass's recall@10 of the scan's (select's top 10 notes
-    shared) and select p50: 700 → 0.958 (0.954), 67.4 ms; 1000 (pgvector's widest search)
-    → 0.978-0.981 (0.960), 70.4-72.9 ms (two builds); with a coarser graph
-    (ef_construction 64) 400 kept 0.79
+SKETCH_CANDIDATES = 10_000  (pipeline/note_ranking.py)
+    recall@10 of the exact scan's top 10, 96 directions: a million synthetic rows
+    (`pg_scale`, 100 queries) 3000 → 0.992, 6000 → 1.000, 10000 → 1.000 (@100: 0.954,
+    0.994, 0.9996), the pass's time alike (choosing them is most of it); real vectors, the
+    best 1% of rows: SciFact 0.995, Cranfield 0.989, the 7 vaults merged 0.988 (2%: 0.998,
+    0.998, 0.999). 10,000 keeps select's top 10 notes 0.994 of the scan's at 1M, where 3,000
+    (64 directions) kept 0.939
+SKETCH_DIMS = 96  (search/vectors.py)
+    the best 1% of real rows at 64 directions: SciFact 0.963, Cranfield 0.940, vaults 0.955;
+    at 96: 0.995, 0.989, 0.988 (above). At 1M, 96 costs the pass about 4 ms more than 64
+    (26.8 against 22.6 ms, two threads)
+SKETCH_SAMPLE = 20_000  (search/vectors.py)
+    untuned: a 384-dimension PCA of 20,000 rows takes under a second
+_CUT_STRIDE = 16  (search/vectors.py)
+    untuned: speed only (the same scores are chosen at any stride)
 ann_min_vectors = 500_000  (config.py)
-    speed: below it the exact scan costs less than the index's widest search (int8 scan
-    p50 20.8 ms at 300k rows, `pg_vectors`; HNSW 47.5 ms at 1M, `pg_scale`); 500k untuned
+    speed: below it the exact scan is as fast as the sketch's pass (int8 scan p50 20.8 ms at
+    300k rows, `pg_vectors`); 500k untuned
 VECTOR_SHARE_OTHER_LANGUAGE = 0.25  (pipeline/note_ranking.py)
     macro MRR@10 of the es/fr/it/nl sets by share: 0 → 0.689, 0.1 → 0.702, 0.25 → 0.711, 0.4
     → 0.706, 1.0 → 0.649
@@ -161,9 +171,9 @@ COLUMN_WEIGHTS = (3.0, 2.0, 1.0)
 FEEDBACK_DOCS = 3
 FEEDBACK_WEIGHT = 1.0
 FEEDBACK_POOL = 1000
-# Past `ann_min_vectors` the first pass scores the NEAREST_POOL blocks the index's nearest-
-# neighbour search returns (its width grows faster than linearly in time).
-NEAREST_POOL = 1000
+# Past `ann_min_vectors` the first pass scores the SKETCH_CANDIDATES rows the matrix's sketch
+# ranks best (`search.vectors.Sketch`), not every row.
+SKETCH_CANDIDATES = 10_000
 # The vector list's share of its weight when the query is in a language the embedding model
 # does not read well (`embedding_languages`): its neighbours there follow shared names and
 # code more than meaning.

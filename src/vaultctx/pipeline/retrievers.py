@@ -3,8 +3,8 @@
 Each retriever fills a `Run`: its hits best first, its time and, if it failed, its error
 (a failing retriever never fails select). The lexical run is FTS5 bm25 over blocks
 (`IndexReads.bm25_blocks`); the vector run is an exact scan of the block vectors (past
-`ann_min_vectors`, of the blocks the index's nearest-neighbour search returns), refined
-once by pseudo-relevance feedback (`feedback`); the graph run is the notes linked to what
+`ann_min_vectors`, of the blocks the matrix's sketch ranks best), refined once by
+pseudo-relevance feedback (`feedback`); the graph run is the notes linked to what
 the user has open. A plug-in `Retriever` is asked a `RetrievalRequest` and answers with
 ranked hits that fusion places beside the built-in lists: memory plugs in through it
 (`memory.select_retriever.MemoryRetriever`) without knowing select.
@@ -32,8 +32,8 @@ from .note_ranking import (
     FEEDBACK_DOCS,
     FEEDBACK_POOL,
     FEEDBACK_WEIGHT,
-    NEAREST_POOL,
     NOTE_DEPTH,
+    SKETCH_CANDIDATES,
     SPREAD_SAMPLE,
     VECTOR_DEPTH,
     cosine_spread,
@@ -194,7 +194,6 @@ def vector_run(
     allowed: set[int] | None,
     hidden: frozenset[int],
     out_vector: list[np.ndarray | None],
-    nearest: Callable[[np.ndarray, int], list[int] | None] | None = None,
     read_errors: tuple[type[Exception], ...] = (),
 ) -> Run:
     """The first pass of vector search: every block scored against the query's embedding
@@ -202,21 +201,17 @@ def vector_run(
     feedback scores again. A broken model, or a failed read of the vectors (`read_errors`:
     the index's database errors), is the run's error, not select's; each says which.
 
-    With `nearest` (the index's approximate nearest neighbours, for a matrix too large to
-    scan at every query), the pass scores only the blocks it returns, or the allowed notes'
-    blocks when filters narrow the search; the spread then comes from a strided sample of
-    the whole matrix, as it would from a full pass."""
+    A matrix with a sketch (too large to score whole at every query) has only the
+    SKETCH_CANDIDATES rows its sketch ranks best scored, or the allowed notes' blocks when
+    filters narrow the search; the spread then comes from a strided sample of the whole
+    matrix, as it would from a full pass."""
     t0 = time.perf_counter()
     try:
         vectors = matrix()
         vector = out_vector[0] if out_vector[0] is not None else embed()
         out_vector[0] = vector
         notes_allowed, notes_hidden = _sorted_ids(allowed), _sorted_ids(hidden or None)
-        rows, approximate = (
-            (None, False)
-            if nearest is None
-            else _candidate_rows(vectors, vector, notes_allowed, nearest)
-        )
+        rows, approximate = _candidate_rows(vectors, vector, notes_allowed)
         scores = vectors.scores(vector, notes_allowed, rows=rows, hidden_notes=notes_hidden)
         spread_scores = scores
         if rows is not None:
@@ -237,20 +232,16 @@ def vector_run(
 
 
 def _candidate_rows(
-    vectors: VectorMatrix,
-    vector: np.ndarray,
-    allowed: np.ndarray | None,
-    nearest: Callable[[np.ndarray, int], list[int] | None],
+    vectors: VectorMatrix, vector: np.ndarray, allowed: np.ndarray | None
 ) -> tuple[np.ndarray | None, bool]:
-    """The rows an approximate first pass scores, and whether the index chose them: the
-    allowed notes' (exact within the filters), else the nearest blocks the index knows;
-    None (every row) when it has no such index."""
-    if allowed is not None:
+    """The rows a first pass scores, and whether the sketch chose them: the allowed notes'
+    (exact within the filters), else the rows the matrix's sketch ranks best; None (every
+    row) for a matrix without a sketch."""
+    if allowed is not None and vectors.sketch is not None:
         return vectors.rows_for_notes(allowed), False
-    found = nearest(vector, NEAREST_POOL)
-    if found is None:
+    if vectors.sketch is None:
         return None, False
-    return vectors.rows_for_blocks(np.unique(np.asarray(found, dtype=np.int64))), True
+    return vectors.sketch.best_rows(vector, SKETCH_CANDIDATES, vectors.helper), True
 
 
 def feedback(

@@ -92,7 +92,9 @@ class Selector:
         self.policy = policy
         self._shares = shares
         self.vectors = (
-            VectorStore(vault.config.vector_precision) if shares is None else shares.vectors
+            VectorStore(vault.config.vector_precision, vault.config.ann_min_vectors)
+            if shares is None
+            else shares.vectors
         )
         self.graph = LinkGraphStore() if shares is None else shares.graph
         self.retrievers: dict[str, Retriever] = {}
@@ -319,12 +321,11 @@ class Selector:
         self, search: Search, model: str, out_vector: list[np.ndarray | None]
     ) -> Future[Run] | None:
         """The vector run, in a worker thread (the model releases the GIL while encoding);
-        None when there is nothing to search. Past `ann_min_vectors` blocks it asks the
-        index's nearest-neighbour index first, when the index has one."""
+        None when there is nothing to search. Past `ann_min_vectors` blocks it scores the
+        rows the matrix's sketch ranks best, not every one (`VectorStore`)."""
         if not search.on("vector") or search.store_size == 0 or search.allowed == set():
             return None
         generation, reads = search.generation, search.reads
-        approximate = search.store_size >= self.ws.config.ann_min_vectors
         return self._executor().submit(
             vector_run,
             lambda: self.vectors.get(reads, generation, model),
@@ -332,7 +333,6 @@ class Selector:
             allowed=search.allowed,
             hidden=search.hidden,
             out_vector=out_vector,
-            nearest=(lambda v, n: reads.nearest_blocks(model, v, n)) if approximate else None,
             read_errors=(*reads.errors, IndexUnavailable),
         )
 

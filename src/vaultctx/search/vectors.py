@@ -1,7 +1,8 @@
 """Exact-scan nearest neighbours over one contiguous matrix of unit vectors in memory.
 
 At the scales vaultctx targets (100k blocks: under 10 ms per query with numpy) a full scan is
-fast enough and never misses, so there is no approximate index to build or tune. The rows
+fast enough and never misses. Past half a million rows a matrix also keeps a `Sketch`, which
+a first pass scans instead (a sixth of the bytes), and only its best rows are scored. The rows
 are kept as int8 codes with one scale per row (`Int8Matrix`): a quarter of float32's memory
 (38 MB instead of 154 MB at 100k blocks) and scores within about 0.002 of exact ones. einsum
 widens the codes to float32 in a cache-sized buffer (64k values; numpy's default of 8k makes
@@ -28,6 +29,9 @@ _CAST_BUFFER = 65_536  # int8 codes widened to float32 at a time: 256 KB, within
 _LOAD_CHUNK = 4096  # rows decoded and quantized at a time while loading
 _KEY_CHUNK = 65_536  # block keys read at a time when a matrix follows a new generation
 _FOLLOW_MIN = 4096  # new vectors a matrix always reads by content, however small it is
+SKETCH_DIMS = 96  # the directions a large matrix's sketch keeps (`Sketch`)
+SKETCH_SAMPLE = 20_000  # rows (a strided sample) the sketch's directions are fitted on
+_CUT_STRIDE = 16  # one score in this many estimates where the n best begin
 
 Precision = Literal["int8", "float32"]
 
@@ -129,6 +133,95 @@ def _dot_int8(codes: np.ndarray, vector: np.ndarray, out: np.ndarray) -> None:
         np.setbufsize(previous)
 
 
+class Sketch:
+    """A small copy of a large matrix for a first pass: every row projected onto the
+    matrix's SKETCH_DIMS main directions (a PCA of a strided sample of its rows), as int8
+    codes. Scanning it reads a sixth of what the matrix holds, and the rows it ranks best
+    hold the matrix's nearest ones: select scores those again exactly (at a million
+    synthetic blocks, the best 3,000 of its rows held 0.986 of the exact top 10).
+    Deterministic: no graph to build, no build order to vary with."""
+
+    def __init__(self, mean: np.ndarray, basis: np.ndarray, rows: Int8Matrix) -> None:
+        self.mean = mean  # float32 (dim,): the sample's mean row
+        self.basis = basis  # float32 (dim, SKETCH_DIMS): the main directions
+        self.rows = rows  # (n, SKETCH_DIMS): each row's coordinates along them
+
+    @classmethod
+    def fit(cls, matrix: Int8Matrix | np.ndarray) -> Sketch:
+        """The main directions of `matrix`'s rows, and every row's coordinates along them."""
+        n, dims = matrix.shape
+        sample = np.asarray(matrix[:: max(1, n // SKETCH_SAMPLE)], dtype=np.float32)
+        mean = sample.mean(axis=0) if n else np.zeros(dims, np.float32)
+        _, _, directions = np.linalg.svd(sample - mean, full_matrices=False)
+        basis = np.ascontiguousarray(directions[:SKETCH_DIMS].T, dtype=np.float32)
+        codes = np.empty((n, basis.shape[1]), np.int8)
+        scales = np.empty(n, np.float32)
+        sketch = cls(mean.astype(np.float32), basis, Int8Matrix(codes, scales))
+        for start in range(0, n, _LOAD_CHUNK):
+            rows = slice(start, min(n, start + _LOAD_CHUNK))
+            codes[rows], scales[rows] = sketch.project(matrix[rows])
+        return sketch
+
+    def project(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The int8 codes and scales of float32 rows' coordinates along the directions."""
+        return quantize_rows((vectors - self.mean) @ self.basis)
+
+    def follow(self, size: int, held: np.ndarray, source: np.ndarray, new: np.ndarray) -> Sketch:
+        """The sketch of a matrix that follows this one's (`_follow`): the `held` rows copy
+        their `source` rows' codes, the others are projected from `new` (their float32
+        rows, in order). The directions stay those fitted on the first load."""
+        codes = np.empty((size, self.basis.shape[1]), np.int8)
+        scales = np.ones(size, np.float32)
+        codes[held], scales[held] = self.rows.codes[source], self.rows.scales[source]
+        if new.size:
+            codes[~held], scales[~held] = self.project(new)
+        return Sketch(self.mean, self.basis, Int8Matrix(codes, scales))
+
+    def best_rows(
+        self, query: np.ndarray, n: int, helper: ThreadPoolExecutor | None = None
+    ) -> np.ndarray:
+        """The rows (sorted) of the n best sketch scores for a query. Given a `helper`, a
+        large sketch is scored and its best rows chosen in two halves at once."""
+        size = len(self.rows)
+        if n >= size:
+            return np.arange(size)
+        along = (query.astype(np.float32) @ self.basis).astype(np.float32)
+        if helper is None or size < SPLIT_ROWS:
+            return np.sort(self._best_of(along, n, 0, size)[0])
+        half = size // 2
+        second = helper.submit(self._best_of, along, n, half, size)
+        first_rows, first_scores = self._best_of(along, n, 0, half)
+        second_rows, second_scores = second.result()
+        rows = np.concatenate([first_rows, second_rows])
+        scores = np.concatenate([first_scores, second_scores])
+        return np.sort(rows[_best_unordered(scores, n)])
+
+    def _best_of(
+        self, along: np.ndarray, n: int, start: int, end: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of the n best scores among rows start..end, and those scores."""
+        scores = Int8Matrix(self.rows.codes[start:end], self.rows.scales[start:end]).dot(along)
+        best = _best_unordered(scores, n)
+        return best + start, scores[best]
+
+
+def _best_unordered(scores: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the n highest scores, in no order. Past a few thousand scores most are
+    set aside first by a cut taken from a strided sample (twice its share of them, so the
+    cut almost always keeps n): a fifth of the time of partitioning them all (0.7 ms
+    against 3.4 for the best 10,000 of 500,000), and the same scores."""
+    if n >= scores.size:
+        return np.arange(scores.size)
+    sampled = scores[::_CUT_STRIDE]
+    keep = 2 * n // _CUT_STRIDE
+    if 0 < keep < sampled.size and scores.size >= _CUT_STRIDE * _CUT_STRIDE:
+        cut = np.partition(sampled, sampled.size - keep)[sampled.size - keep]
+        above = np.flatnonzero(scores >= cut)
+        if above.size >= n:
+            return above[np.argpartition(scores[above], above.size - n)[above.size - n :]]
+    return np.argpartition(scores, scores.size - n)[scores.size - n :]
+
+
 @dataclass(frozen=True)
 class VectorMatrix:
     generation: str | None
@@ -141,6 +234,7 @@ class VectorMatrix:
     sorted_note_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     note_starts: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
     hashes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype="S1"))  # row -> content
+    sketch: Sketch | None = None  # for a first pass over a large matrix (`VectorStore`)
 
     @property
     def size(self) -> int:
@@ -269,8 +363,9 @@ class VectorStore:
 
     `precision="float32"` keeps exact vectors (4x the memory), for comparisons."""
 
-    def __init__(self, precision: Precision = "int8") -> None:
+    def __init__(self, precision: Precision = "int8", sketch_rows: int | None = None) -> None:
         self.precision = precision
+        self.sketch_rows = sketch_rows  # from this many rows a matrix gets its `Sketch`
         self._lock = threading.Lock()
         self._current: VectorMatrix | None = None
         self._helper: ThreadPoolExecutor | None = None
@@ -287,12 +382,22 @@ class VectorStore:
                 previous, self._current = current, None
                 current = load_matrix(reads, generation, model, self.precision, previous)
                 del previous
+                current = self._sketched(current)
                 if current.size >= SPLIT_ROWS:
                     if self._helper is None:
                         self._helper = ThreadPoolExecutor(1, thread_name_prefix="vaultctx-vec")
                     current = replace(current, helper=self._helper)
                 self._current = current
         return current
+
+    def _sketched(self, matrix: VectorMatrix) -> VectorMatrix:
+        """The matrix with a sketch from `sketch_rows` rows on (one it followed, or a new
+        one), without one below."""
+        if self.sketch_rows is None or matrix.size < max(self.sketch_rows, 1):
+            return replace(matrix, sketch=None)
+        if matrix.sketch is None:
+            return replace(matrix, sketch=Sketch.fit(matrix.matrix))
+        return matrix
 
     def close(self) -> None:
         if self._helper is not None:
@@ -406,9 +511,13 @@ def _follow(
         if chunk.shape[1] != dims:
             return None
         _place(values, scales, new_rows, chunk)
+    sketch = previous.sketch
+    if sketch is not None:  # the new rows as the matrix holds them, as a fit projects them
+        placed = Int8Matrix(values, scales)[new_rows] if int8 else values[new_rows]
+        sketch = sketch.follow(block_ids.size, held, source, placed)
     return _assemble(
         generation, previous.model, block_ids, note_ids, hashes, values, scales,
-        "int8" if int8 else "float32",
+        "int8" if int8 else "float32", sketch,
     )  # fmt: skip
 
 
@@ -421,6 +530,7 @@ def _assemble(
     values: np.ndarray,
     scales: np.ndarray,
     precision: Precision,
+    sketch: Sketch | None = None,
 ) -> VectorMatrix:
     """The matrix of these rows (in block order), with its notes' index."""
     matrix = Int8Matrix(values, scales) if precision == "int8" else values
@@ -438,6 +548,7 @@ def _assemble(
         sorted_note_ids=sorted_notes,
         note_starts=starts,
         hashes=hashes,
+        sketch=sketch,
     )
 
 

@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .lexical import FtsTerms, LexicalQuery, run_bm25
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from .db import IndexDatabase
 
 _IDS_PER_QUERY = 500  # keys bound in one `IN (...)`, well within SQLite's variable limit
@@ -152,10 +150,6 @@ class IndexReads(Protocol):
     def vectors_of(self, model: str, hashes: Sequence[str]) -> list[tuple[str, bytes]]:
         """(content hash, float32 vector bytes) of those of `hashes` the model has a vector
         of."""
-
-    def nearest_blocks(self, model: str, vector: np.ndarray, n: int) -> list[int] | None:
-        """The blocks of the (about) n vectors nearest the query's, by the index's own
-        approximate nearest-neighbour index; None when it has none for `model`."""
 
     def record_access(self, note_id: int, at: float, kind: str) -> None:
         """The one write at query time: the user opened or touched a note (graph context)."""
@@ -528,9 +522,6 @@ class SqliteReads:
             )
             .fetchone()[0]
         )
-
-    def nearest_blocks(self, model: str, vector: np.ndarray, n: int) -> list[int] | None:
-        return None  # every vector is in memory: select scans them exactly
 
     def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, str, bytes]]]:
         """In the embeddings' own key order: asked for in block order, SQLite sorts every

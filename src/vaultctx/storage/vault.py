@@ -163,7 +163,7 @@ class Vault:
         language = self.config.language
         catch_up(self.db, pg, language)
         report = indexer.run(paths)
-        report.published = asdict(publish(self.db, pg, language, self.config.ann_min_vectors))
+        report.published = asdict(publish(self.db, pg, language))
         return report
 
     @property

@@ -20,7 +20,6 @@ import numpy as np
 from ...errors import IndexUnavailable
 from ..index_reads import candidate_fields
 from ..lexical import FtsTerms, LexicalQuery
-from .ann import MAX_EF_SEARCH, has_index, nearest_sql
 from .schema import POSITION_STRIDE, connect, one_line
 
 # FTS5's bm25 (fts5_aux.c): k1, b, and the IDF of a term in more than half the rows.
@@ -105,7 +104,6 @@ class PostgresReads:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[Any] = []
-        self._ann_models: set[str] = set()
         self.connect()  # fails now, with a clear error, when the database cannot be reached
 
     def connect(self) -> Any:
@@ -579,17 +577,6 @@ class PostgresReads:
                 (model,),
             )[0][0]
         )
-
-    def nearest_blocks(self, model: str, vector: np.ndarray, n: int) -> list[int] | None:
-        """From the model's HNSW index (`ann`), searching at least as wide as it returns."""
-        if model not in self._ann_models:
-            if not has_index(self.query, model):
-                return None
-            self._ann_models.add(model)  # an index, once built, stays
-        width = min(max(n, 40), MAX_EF_SEARCH)
-        self.query("SELECT set_config('hnsw.ef_search', %s, false)", (str(width),))
-        found = self.query(nearest_sql(model, vector.shape[0]), (vector, min(n, width)))
-        return [block for (block,) in found]
 
     def vector_rows(self, model: str, chunk: int) -> Iterator[list[tuple[int, int, str, bytes]]]:
         with self.connect().cursor(binary=True) as cur:

@@ -224,6 +224,23 @@ def _m007_requests_by_arrival() -> str:
     """
 
 
+def _m008_no_hnsw() -> str:
+    return """
+        -- Select's first pass over a large matrix is a sketch in each server's memory now:
+        -- the HNSW indexes earlier versions built (one a model) only slowed every write.
+        DO $$
+        DECLARE found text;
+        BEGIN
+            FOR found IN SELECT indexname FROM pg_indexes
+                WHERE schemaname = current_schema() AND tablename = 'embeddings'
+                AND indexname LIKE 'embeddings\\_ann\\_%'
+            LOOP
+                EXECUTE format('DROP INDEX %I', found);
+            END LOOP;
+        END $$;
+    """
+
+
 MIGRATIONS: list[Callable[[], str]] = [
     _m001_index,
     _m002_team,
@@ -232,6 +249,7 @@ MIGRATIONS: list[Callable[[], str]] = [
     _m005_sessions,
     _m006_postings_carry_their_block,
     _m007_requests_by_arrival,
+    _m008_no_hnsw,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # Every vaultctx migrating one database takes this lock first: one migrates, the others wait.

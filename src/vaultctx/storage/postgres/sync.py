@@ -27,7 +27,6 @@ from ...errors import IndexLocked
 from ..db import IndexDatabase
 from ..indexer import FTS_VALUES
 from ..lexical import FTS_TOKENIZER
-from .ann import ensure_index
 from .schema import POSITION_STRIDE, POSTING_KEY_INCLUDES, connect
 
 NOTE_COLUMNS = (
@@ -76,7 +75,6 @@ class PublishReport:
     vectors: int = 0
     links_retargeted: int = 0
     accesses: int = 0
-    ann_index_built: bool = False
     full: bool = False
     elapsed_ms: float = 0.0
 
@@ -130,15 +128,11 @@ def published_from(pg: Any) -> str | None:
     return _pg_meta(pg, "published_from")
 
 
-def publish(
-    db: IndexDatabase, pg: Any, language: str | None, ann_min_vectors: int | None = None
-) -> PublishReport:
+def publish(db: IndexDatabase, pg: Any, language: str | None) -> PublishReport:
     """Bring the database to the SQLite index's content in one transaction: the notes whose
     row differs are written again with their blocks, terms, links, tags and aliases; the
     notes gone are deleted; vectors the database lacks are copied; links whose target moved
-    are retargeted. `language` is the vault's language setting (the text's analysis). The
-    index model's vectors get their HNSW index once they number `ann_min_vectors` (None:
-    never)."""
+    are retargeted. `language` is the vault's language setting (the text's analysis)."""
     t0 = time.perf_counter()
     report = PublishReport()
     lite = db.connect()
@@ -172,9 +166,6 @@ def publish(
         _update_doc_freqs(pg, df)
         report.links_retargeted = _retarget_links(lite, pg)
         report.vectors = _copy_vectors(lite, pg)
-        model = db.get_meta("embedding_model")
-        if model is not None and ann_min_vectors is not None:
-            report.ann_index_built = ensure_index(pg, model, ann_min_vectors)
         report.accesses = _copy_accesses(lite, pg)
         moved = report.changed or report.links_retargeted > 0
         generation = _copy_meta(lite, pg, source, bump=moved)
