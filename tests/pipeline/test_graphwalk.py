@@ -14,9 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from vaultctx import Workspace
-from vaultctx.pipeline.graphwalk import context_seeds
+from vaultctx.pipeline.graphwalk import MAX_EDIT_SEEDS, context_seeds
 
 SECURITY = "Security and privacy\nEnd-to-end encryption protects what you store; keys stay local.\n"
 TWINS = {
@@ -120,3 +122,32 @@ def test_touching_an_unknown_note_changes_nothing(twins):
     assert sqlite3.connect(twins.db.path).execute("SELECT count(*) FROM accesses").fetchone() == (
         0,
     )
+
+
+class EditedNotes:
+    """The reads `context_seeds` makes, over notes of which the first `recent` were edited
+    a minute ago and the rest a month ago; nothing opened."""
+
+    def __init__(self, notes: int, recent: int, now: float) -> None:
+        self.mtimes = [int((now - (60 if i < recent else 30 * 86400)) * 1e9) for i in range(notes)]
+
+    def recent_accesses(self, limit: int) -> list:
+        return []
+
+    def count_edited_since(self, mtime_ns: int, at_most: int) -> int:
+        return min(sum(m >= mtime_ns for m in self.mtimes), at_most)
+
+    def edited_since(self, mtime_ns: int, limit: int) -> list[tuple[int, int]]:
+        edited = [(i, m) for i, m in enumerate(self.mtimes) if m >= mtime_ns]
+        return sorted(edited, key=lambda e: (-e[1], e[0]))[:limit]
+
+
+@given(st.integers(1, 300), st.data())
+def test_recent_edits_are_context_unless_many_changed_at_once(notes, data):
+    """Edited notes are seeds unless more than MAX_EDIT_SEEDS and a tenth of the vault
+    changed at once (a sync, an import): the count of them is bounded, the decision is not."""
+    recent = data.draw(st.integers(0, notes))
+    now = time.time()
+    seeds = context_seeds(EditedNotes(notes, recent, now), note_count=notes, now=now)
+    many_at_once = recent > MAX_EDIT_SEEDS and recent > notes * 0.1
+    assert len(seeds) == (0 if many_at_once else min(recent, MAX_EDIT_SEEDS))

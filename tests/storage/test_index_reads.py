@@ -173,11 +173,12 @@ def test_links_accesses_and_edits(ws, reads):
         ws.resolve_note("Hives/Apiary Site.md")[1],
     ]
     assert reads.recent_accesses(1) == touched[:1]
-    assert reads.count_edited_since(0) == len(reads.note_ids())
+    assert reads.count_edited_since(0, 10**6) == len(reads.note_ids())
+    assert reads.count_edited_since(0, 2) == 2
     edited = reads.edited_since(0, 3)
     assert len(edited) == 3
     assert [m for _, m in edited] == sorted((m for _, m in edited), reverse=True)
-    assert reads.count_edited_since(time.time_ns() + 10**12) == 0
+    assert reads.count_edited_since(time.time_ns() + 10**12, 10) == 0
 
 
 def test_vector_chunks_cover_every_vector_once(ws, reads):

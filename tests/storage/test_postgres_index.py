@@ -65,7 +65,8 @@ def test_every_whole_index_read_is_the_same(published):
         ("language_counts", ()),
         ("language_counts", ({1, 2, 3},)),
         ("vector_count", (model,)),
-        ("count_edited_since", (0,)),
+        ("count_edited_since", (0, 10**6)),
+        ("count_edited_since", (0, 3)),
         ("edited_since", (0, 20)),
         ("recent_accesses", (10,)),
     ]:

@@ -119,7 +119,8 @@ def context_seeds(reads: IndexReads, note_count: int, now: float | None = None) 
     now = time.time() if now is None else now
     touched = reads.recent_accesses(MAX_ACCESS_SEEDS)
     cutoff_ns = int((now - EDIT_WINDOW_S) * 1e9)
-    recent = reads.count_edited_since(cutoff_ns)
+    too_many = max(MAX_EDIT_SEEDS, int(note_count * 0.1)) + 1  # past both bounds below
+    recent = reads.count_edited_since(cutoff_ns, too_many)
     edited = []
     if not (recent > MAX_EDIT_SEEDS and recent > note_count * 0.1):
         edited = [

@@ -493,8 +493,13 @@ class PostgresReads:
             (limit,),
         )
 
-    def count_edited_since(self, mtime_ns: int) -> int:
-        return int(self.query("SELECT count(*) FROM notes WHERE mtime_ns >= %s", (mtime_ns,))[0][0])
+    def count_edited_since(self, mtime_ns: int, at_most: int) -> int:
+        return int(
+            self.query(
+                "SELECT count(*) FROM (SELECT 1 FROM notes WHERE mtime_ns >= %s LIMIT %s) e",
+                (mtime_ns, at_most),
+            )[0][0]
+        )
 
     def edited_since(self, mtime_ns: int, limit: int) -> list[tuple[int, int]]:
         return self.query(
