@@ -93,8 +93,8 @@ class Config(BaseModel):
     ann_min_vectors: int = Field(
         500_000,
         ge=0,
-        description="block vectors from which select's vector search scans a sketch of the"
-        " vectors (64 main directions) and scores only its 3,000 best exactly",
+        description="block vectors from which select's vector search first scans a sketch of"
+        " them (their main directions) and scores only the vectors it ranks best exactly",
     )
     chunk_tokens: int = Field(200, ge=32, le=2048, description="max tokens per block")
     index_workers: int | None = Field(
