@@ -5,6 +5,7 @@ pass scans."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -242,6 +243,7 @@ def test_a_new_generation_reads_only_the_vectors_of_new_content(indexed, precisi
     # The sketch follows too: the same directions, every row (held or new) projected on them.
     assert after.sketch is not None and before.sketch is not None
     assert after.sketch.basis is before.sketch.basis
+    assert after.sketch.unfitted == len(new_content) > 0
     codes, scales = after.sketch.project(after.matrix[np.arange(after.size)])
     assert np.array_equal(after.sketch.rows.codes, codes)
     assert np.array_equal(after.sketch.rows.scales, scales)
@@ -309,3 +311,16 @@ def test_the_best_scores_are_found_without_partitioning_them_all(scores, n) -> N
     if n < scores.size:  # the same scores as a full partition's (ties may swap indices)
         full = np.argpartition(scores, scores.size - n)[scores.size - n :]
         assert np.array_equal(np.sort(scores[best]), np.sort(scores[full]))
+
+
+def test_a_sketch_is_fitted_again_once_half_its_rows_came_after_its_directions(indexed):
+    store = VectorStore(sketch_rows=1)
+    matrix = store.get(indexed.reads, "g", indexed.embedder.model_id)
+    sketch = matrix.sketch
+    assert sketch is not None and sketch.unfitted == 0
+    half = Sketch(sketch.mean, sketch.basis, sketch.rows, unfitted=matrix.size // 2)
+    assert store._sketched(replace(matrix, sketch=half)).sketch is half
+    more = Sketch(sketch.mean, sketch.basis, sketch.rows, unfitted=matrix.size // 2 + 1)
+    refitted = store._sketched(replace(matrix, sketch=more)).sketch
+    assert refitted is not more and refitted.unfitted == 0
+    assert np.array_equal(refitted.rows.codes, sketch.rows.codes)  # the same rows: same fit

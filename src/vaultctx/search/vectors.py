@@ -142,10 +142,13 @@ class Sketch:
     best 1% held 0.988-0.995 of them: `SKETCH_CANDIDATES`). Deterministic: no graph to
     build, no build order to vary with."""
 
-    def __init__(self, mean: np.ndarray, basis: np.ndarray, rows: Int8Matrix) -> None:
+    def __init__(
+        self, mean: np.ndarray, basis: np.ndarray, rows: Int8Matrix, unfitted: int = 0
+    ) -> None:
         self.mean = mean  # float32 (dim,): the sample's mean row
         self.basis = basis  # float32 (dim, SKETCH_DIMS): the main directions
         self.rows = rows  # (n, SKETCH_DIMS): each row's coordinates along them
+        self.unfitted = unfitted  # rows projected since the directions were fitted
 
     @classmethod
     def fit(cls, matrix: Int8Matrix | np.ndarray) -> Sketch:
@@ -170,13 +173,15 @@ class Sketch:
     def follow(self, size: int, held: np.ndarray, source: np.ndarray, new: np.ndarray) -> Sketch:
         """The sketch of a matrix that follows this one's (`_follow`): the `held` rows copy
         their `source` rows' codes, the others are projected from `new` (their float32
-        rows, in order). The directions stay those fitted on the first load."""
+        rows, in order), on the same directions (`VectorStore` fits new ones once half the
+        rows were not there when these were)."""
         codes = np.empty((size, self.basis.shape[1]), np.int8)
         scales = np.ones(size, np.float32)
         codes[held], scales[held] = self.rows.codes[source], self.rows.scales[source]
         if new.size:
             codes[~held], scales[~held] = self.project(new)
-        return Sketch(self.mean, self.basis, Int8Matrix(codes, scales))
+        unfitted = self.unfitted + new.shape[0]
+        return Sketch(self.mean, self.basis, Int8Matrix(codes, scales), unfitted)
 
     def best_rows(
         self, query: np.ndarray, n: int, helper: ThreadPoolExecutor | None = None
@@ -392,11 +397,12 @@ class VectorStore:
         return current
 
     def _sketched(self, matrix: VectorMatrix) -> VectorMatrix:
-        """The matrix with a sketch from `sketch_rows` rows on (one it followed, or a new
-        one), without one below."""
+        """The matrix with a sketch from `sketch_rows` rows on, without one below. A sketch it
+        followed is kept until half its rows came after its directions were fitted: then
+        content has moved on enough to fit them again."""
         if self.sketch_rows is None or matrix.size < max(self.sketch_rows, 1):
             return replace(matrix, sketch=None)
-        if matrix.sketch is None:
+        if matrix.sketch is None or matrix.sketch.unfitted > matrix.size // 2:
             return replace(matrix, sketch=Sketch.fit(matrix.matrix))
         return matrix
 
