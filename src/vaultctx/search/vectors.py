@@ -152,10 +152,11 @@ class Sketch:
 
     @classmethod
     def fit(cls, matrix: Int8Matrix | np.ndarray) -> Sketch:
-        """The main directions of `matrix`'s rows, and every row's coordinates along them."""
-        n, dims = matrix.shape
+        """The main directions of `matrix`'s rows (at least one), and every row's coordinates
+        along them."""
+        n = matrix.shape[0]
         sample = np.asarray(matrix[:: max(1, n // SKETCH_SAMPLE)], dtype=np.float32)
-        mean = sample.mean(axis=0) if n else np.zeros(dims, np.float32)
+        mean = sample.mean(axis=0)
         _, _, directions = np.linalg.svd(sample - mean, full_matrices=False)
         basis = np.ascontiguousarray(directions[:SKETCH_DIMS].T, dtype=np.float32)
         codes = np.empty((n, basis.shape[1]), np.int8)
@@ -186,29 +187,12 @@ class Sketch:
     def best_rows(
         self, query: np.ndarray, n: int, helper: ThreadPoolExecutor | None = None
     ) -> np.ndarray:
-        """The rows (sorted) of the n best sketch scores for a query. Given a `helper`, a
-        large sketch is scored and its best rows chosen in two halves at once."""
-        size = len(self.rows)
-        if n >= size:
-            return np.arange(size)
+        """The rows (sorted) of the n best sketch scores for a query (a large sketch is
+        scored in two halves at once given a `helper`, as `dot_rows` does)."""
+        if n >= len(self.rows):
+            return np.arange(len(self.rows))
         along = (query.astype(np.float32) @ self.basis).astype(np.float32)
-        if helper is None or size < SPLIT_ROWS:
-            return np.sort(self._best_of(along, n, 0, size)[0])
-        half = size // 2
-        second = helper.submit(self._best_of, along, n, half, size)
-        first_rows, first_scores = self._best_of(along, n, 0, half)
-        second_rows, second_scores = second.result()
-        rows = np.concatenate([first_rows, second_rows])
-        scores = np.concatenate([first_scores, second_scores])
-        return np.sort(rows[_best_unordered(scores, n)])
-
-    def _best_of(
-        self, along: np.ndarray, n: int, start: int, end: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The rows of the n best scores among rows start..end, and those scores."""
-        scores = Int8Matrix(self.rows.codes[start:end], self.rows.scales[start:end]).dot(along)
-        best = _best_unordered(scores, n)
-        return best + start, scores[best]
+        return np.sort(_best_unordered(self.rows.dot(along, helper), n))
 
 
 def _best_unordered(scores: np.ndarray, n: int) -> np.ndarray:
