@@ -87,7 +87,7 @@ class Run:
     maxima: tuple[np.ndarray, np.ndarray] | None = None  # vector: every note's best score
     scores: np.ndarray | None = None  # vector: the first pass, one score per row of `rows`
     rows: np.ndarray | None = None  # vector: the rows the first pass scored; None: every row
-    approximate: bool = False  # vector: the index's nearest neighbours chose those rows
+    approximate: bool = False  # vector: the matrix's sketch chose those rows
     spread: float = 0.0  # vector: the standard deviation of the first pass's scores
 
 
@@ -237,10 +237,10 @@ def _candidate_rows(
     """The rows a first pass scores, and whether the sketch chose them: the allowed notes'
     (exact within the filters), else the rows the matrix's sketch ranks best; None (every
     row) for a matrix without a sketch."""
-    if allowed is not None and vectors.sketch is not None:
-        return vectors.rows_for_notes(allowed), False
     if vectors.sketch is None:
         return None, False
+    if allowed is not None:
+        return vectors.rows_for_notes(allowed), False
     return vectors.sketch.best_rows(vector, SKETCH_CANDIDATES, vectors.helper), True
 
 
