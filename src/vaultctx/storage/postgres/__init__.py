@@ -2,9 +2,10 @@
 
 SQLite stays the analysis engine: the indexer indexes a vault into its local SQLite index as
 always, and `sync.publish` copies what changed into PostgreSQL in one transaction, with each
-block's terms as FTS5 itself tokenized them (`postings`). `reads.PostgresReads` then answers
-select's questions from PostgreSQL alone, with FTS5's own bm25 computed in SQL over those
-postings, so rankings match the SQLite index's (PostgreSQL's `ts_rank` does not come close).
+term's blocks as FTS5 itself counts them (`postings.py`: a row per term and segment of
+notes). `reads.PostgresReads` then answers select's questions from PostgreSQL alone, with
+FTS5's own bm25 computed over those posting lists, so rankings match the SQLite index's
+(PostgreSQL's `ts_rank` does not come close).
 
 psycopg is imported here only: the `postgres` extra (`pip install 'vaultctx[postgres]'`).
 """

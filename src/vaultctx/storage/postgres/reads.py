@@ -1,10 +1,11 @@
 """`IndexReads` over PostgreSQL: the same answers as the SQLite index's, from tables.
 
-Lexical ranking is FTS5's bm25, computed here from the postings `sync.publish` wrote: for
-each phrase of the query (a term, a prefix's terms, or a quoted phrase), IDF from the number
-of blocks holding it, and its count in each column weighted by that column's weight; the
-same constants, the same floor, the same tie-break (lower block id). A query of terms and
-prefixes is one SQL statement; one with quoted phrases matches their positions here.
+Lexical ranking is FTS5's bm25, computed here from the posting lists `sync.publish` wrote:
+for each phrase of the query (a term, a prefix's terms, or a quoted phrase), IDF from the
+number of blocks holding it, and its count in each column weighted by that column's weight;
+the same constants, the same floor, the same tie-break (lower block id). The query's terms'
+lists are read in one statement and scored with numpy; a phrase is matched on their
+positions.
 """
 
 from __future__ import annotations
@@ -20,58 +21,22 @@ import numpy as np
 from ...errors import IndexUnavailable
 from ..index_reads import candidate_fields
 from ..lexical import FtsTerms, LexicalQuery
-from .schema import POSITION_STRIDE, connect, one_line
+from .postings import PLACE_BITS, POSITION_STRIDE, Postings, read_postings
+from .schema import connect, one_line
 
 # FTS5's bm25 (fts5_aux.c): k1, b, and the IDF of a term in more than half the rows.
 K1 = 1.2
 B = 0.75
 IDF_FLOOR = 1e-6
 
-# Each query term's rows, scored as FTS5 scores them: the IDF is the caller's (from the
-# term's block count), and each row carries its block's token count and note, so the whole
-# statement is an index-only scan of the postings' key (which includes them) and one
-# aggregation, the filters applied as the rows are scanned. Each row's share is rounded to a
-# multiple of 2^-40 (under 1e-12 of a score): a sum of such numbers (below 2^13) is exact in
-# whatever order the plan feeds the rows, so no plan (or filter) moves a score by a rounding.
-_SCORE_HITS = """
-SELECT block_id,
-       sum(round(idf * f * (%(k1)s + 1) / (f + %(k1)s * (1 - %(b)s + %(b)s * ntok / %(avgdl)s))
-                 * %(grid)s) / %(grid)s) AS score
-FROM hit
-WHERE (%(allowed)s::bigint[] IS NULL OR note_id = ANY(%(allowed)s::bigint[]))
-  AND NOT (note_id = ANY(%(hidden)s::bigint[]))
-GROUP BY block_id
-ORDER BY score DESC, block_id
-LIMIT %(limit)s
-"""
+# Each share of a score is rounded to a multiple of 2^-40 (under 1e-12 of a score): a sum of
+# such numbers (below 2^13) is exact in whatever order it is added.
 _SCORE_GRID = float(2**40)
-# The least work_mem of a reading session (kB); a server set higher keeps its own.
-READ_WORK_MEM_KB = 32 * 1024
-_TERMS_BM25 = (
-    """
-WITH it(term, idf) AS (SELECT * FROM unnest(%(terms)s::text[], %(idfs)s::float8[])),
-hit AS (
-    SELECT p.block_id, p.note_id, it.idf, p.ntok,
-           %(w0)s * p.tf_title + %(w1)s * p.tf_heading + %(w2)s * p.tf_text AS f
-    FROM it JOIN postings p ON p.term = it.term
-)"""
-    + _SCORE_HITS
-)
-# The same with prefixes: a prefix's terms count together in a block, as one phrase of FTS5's.
-_ITEMS_BM25 = (
-    """
-WITH it(item, term, idf) AS (
-    SELECT * FROM unnest(%(items)s::int[], %(terms)s::text[], %(idfs)s::float8[])
-),
-hit AS (
-    SELECT it.item, p.block_id, min(p.note_id) AS note_id, min(it.idf) AS idf,
-           min(p.ntok) AS ntok,
-           sum(%(w0)s * p.tf_title + %(w1)s * p.tf_heading + %(w2)s * p.tf_text) AS f
-    FROM it JOIN postings p ON p.term = it.term
-    GROUP BY it.item, p.block_id
-)"""
-    + _SCORE_HITS
-)
+# Query terms' posting lists and, in the same snapshot, the notes dead in their segments.
+_POSTING_LISTS = """
+SELECT term, segment, postings, {positions}, NULL::bigint FROM posting_lists WHERE term = ANY(%s)
+UNION ALL SELECT NULL, segment, NULL, NULL, note_id FROM dead_notes
+"""
 
 
 # The blocks with a vector of one model (`%s`), and those vectors.
@@ -81,13 +46,24 @@ _VECTORS_OF_BLOCKS = "FROM embeddings e JOIN blocks b ON b.embed_hash = e.hash W
 _NAME_COLUMNS = {"path": "path", "title": "title", "file": "right(path, length(%s))"}
 
 
-def bm25_part(idf: float, f: float, ntok: float, avgdl: float) -> float:
-    """One phrase's share of a block's score, as FTS5 computes it."""
-    return idf * f * (K1 + 1) / (f + K1 * (1 - B + B * ntok / avgdl))
+def bm25_part(idf: Any, f: Any, ntok: Any, avgdl: float) -> Any:
+    """One phrase's share of a block's score, as FTS5 computes it, on the grid (floats or
+    numpy arrays)."""
+    return np.rint(idf * f * (K1 + 1) / (f + K1 * (1 - B + B * ntok / avgdl)) * _SCORE_GRID) / (
+        _SCORE_GRID
+    )
 
 
 def idf_of(rows: float, holding: int) -> float:
     return max(float(np.log((rows - holding + 0.5) / (holding + 0.5))), IDF_FLOOR)
+
+
+def _kept(note: np.ndarray, allowed: Collection[int] | None, hidden: Collection[int]) -> Any:
+    """Which postings' notes the filters keep."""
+    keep = ~np.isin(note, np.fromiter(hidden, np.int64, len(hidden)))
+    if allowed is not None:
+        keep &= np.isin(note, np.fromiter(allowed, np.int64, len(allowed)))
+    return keep
 
 
 class PostgresReads:
@@ -111,13 +87,6 @@ class PostgresReads:
         conn = getattr(self._local, "conn", None)
         if conn is None or conn.closed or conn.broken:
             conn = self._local.conn = connect(self.url)
-            # bm25 aggregates a row per block holding a query term (100k at a million
-            # blocks): in memory, not spilled to disk at the server's default 4 MB.
-            conn.execute(
-                "SELECT set_config('work_mem', %s, false) WHERE"
-                " (SELECT setting::bigint FROM pg_settings WHERE name = 'work_mem') < %s",
-                (f"{READ_WORK_MEM_KB}kB", READ_WORK_MEM_KB),
-            )
             with self._lock:
                 self._connections.append(conn)
         return conn
@@ -133,17 +102,19 @@ class PostgresReads:
                 conn.close()
             self._connections.clear()
 
-    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+    def query(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] = (), *, binary: bool = False
+    ) -> list[tuple]:
         """Run one statement on this thread's connection: its rows ([] for one without); a
         database down or unreachable is `IndexUnavailable`, a dropped connection is opened
         again once. Every read, and the team's statements, go through here."""
         try:
-            return self._run(sql, params)
+            return self._run(sql, params, binary)
         except self._operational as exc:
             if not self._local.conn.broken:
                 raise IndexUnavailable(f"the index's database failed: {one_line(exc)}") from exc
         try:  # the connection broke (the server restarted, or dropped it): once more, anew
-            return self._run(sql, params)
+            return self._run(sql, params, binary)
         except self._operational as exc:  # down or unreachable: say so, not a 500
             message = f"the index's database cannot be reached: {one_line(exc)}"
             raise IndexUnavailable(message) from exc
@@ -159,8 +130,8 @@ class PostgresReads:
         except self._operational as exc:
             raise IndexUnavailable(f"the index's database failed: {one_line(exc)}") from exc
 
-    def _run(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> list[tuple]:
-        cursor = self.connect().execute(sql, params)
+    def _run(self, sql: str, params: Sequence[Any] | dict[str, Any], binary: bool) -> list[tuple]:
+        cursor = self.connect().execute(sql, params, binary=binary)
         return cursor.fetchall() if cursor.description is not None else []
 
     def _terms(self) -> FtsTerms:
@@ -258,6 +229,20 @@ class PostgresReads:
         found = self.query("SELECT term FROM term_df WHERE term LIKE %s", (escaped + "%",))
         return [term for (term,) in found]
 
+    def _posting_lists(
+        self, terms: Collection[str], *, places: bool = False
+    ) -> dict[str, Postings]:
+        """The live postings of `terms` (with their places, for phrases), read in one
+        statement: every segment's row of each term, and the notes dead in them."""
+        if not terms:
+            return {}
+        statement = _POSTING_LISTS.format(positions="positions" if places else "NULL::bytea")
+        rows = self.query(statement, (sorted(terms),), binary=True)
+        return read_postings(
+            [row[:4] for row in rows if row[0] is not None],
+            [(segment, note) for term, segment, _, _, note in rows if term is None],
+        )
+
     def _items_bm25(
         self,
         items: list[list[str]],
@@ -268,46 +253,32 @@ class PostgresReads:
         rows: float,
         avgdl: float,
     ) -> list[tuple[int, float]]:
-        """Terms and prefixes, OR'ed: one statement (the prefixes' block counts first)."""
+        """Terms and prefixes, OR'ed: each item's blocks (a prefix's terms counted together
+        in a block, as one phrase of FTS5's) scored, and the scores of each block summed."""
         held = [terms for terms in items if terms]
-        if not held:
+        lists = self._posting_lists({term for terms in held for term in terms})
+        blocks, scores = [], []
+        for terms in held:
+            found = [lists[term] for term in terms if term in lists]
+            if not found:
+                continue
+            block = np.concatenate([p.block for p in found])
+            f = np.concatenate([p.weighted(weights) for p in found])
+            note = np.concatenate([p.note for p in found])
+            ntok = np.concatenate([p.ntok for p in found])
+            if len(found) > 1:
+                block, first, inverse = np.unique(block, return_index=True, return_inverse=True)
+                f, note, ntok = np.bincount(inverse, weights=f), note[first], ntok[first]
+            keep = _kept(note, allowed, hidden)
+            idf = idf_of(rows, len(block))
+            blocks.append(block[keep])
+            scores.append(bm25_part(idf, f[keep], ntok[keep], avgdl))
+        if not blocks:
             return []
-        idfs = [idf_of(rows, holding) for holding in self._item_counts(held)]
-        params: dict[str, Any] = {
-            "terms": [term for terms in held for term in terms],
-            "idfs": [idf for terms, idf in zip(held, idfs, strict=True) for _ in terms],
-            "w0": float(weights[0]),
-            "w1": float(weights[1]),
-            "w2": float(weights[2]),
-            "k1": K1,
-            "b": B,
-            "avgdl": avgdl,
-            "allowed": sorted(allowed) if allowed is not None else None,
-            "hidden": sorted(hidden),
-            "limit": limit,
-            "grid": _SCORE_GRID,
-        }
-        statement = _TERMS_BM25
-        if any(len(terms) > 1 for terms in held):
-            statement = _ITEMS_BM25
-            params["items"] = [i for i, terms in enumerate(held) for _ in terms]
-        found = self.query(statement, params)
-        return [(int(block), float(score)) for block, score in found]
-
-    def _item_counts(self, items: list[list[str]]) -> list[int]:
-        """How many blocks hold each item: a term's count is kept (`term_df`); a prefix's
-        terms may share blocks, so theirs are counted."""
-        single = self.doc_freqs([terms[0] for terms in items if len(terms) == 1])
-        return [
-            single.get(terms[0], 0)
-            if len(terms) == 1
-            else int(
-                self.query(
-                    "SELECT count(DISTINCT block_id) FROM postings WHERE term = ANY(%s)", (terms,)
-                )[0][0]
-            )
-            for terms in items
-        ]
+        block, inverse = np.unique(np.concatenate(blocks), return_inverse=True)
+        score = np.bincount(inverse, weights=np.concatenate(scores))
+        best = np.lexsort((block, -score))[:limit]
+        return list(zip(block[best].tolist(), score[best].tolist(), strict=True))
 
     def _phrases_bm25(
         self,
@@ -339,67 +310,51 @@ class PostgresReads:
         }
         held = [terms for terms in items if terms]
         if held:
+            lists = self._posting_lists({term for terms in held for term in terms})
             matched: set[int] = set()
-            for terms, count in zip(held, self._item_counts(held), strict=True):
-                holding = self._holding(terms, weights, ids)
-                idf = idf_of(rows, count)
-                for block, f in holding.items():
-                    matched.add(block)
-                    scores[block] += bm25_part(idf, f, ntok[block], avgdl)
+            for terms in held:
+                found = [lists[term] for term in terms if term in lists]
+                if not found:
+                    continue
+                block = np.concatenate([p.block for p in found])
+                f = np.concatenate([p.weighted(weights) for p in found])
+                idf = idf_of(rows, len(np.unique(block)))
+                among = np.isin(block, ids)
+                holding: dict[int, float] = {}
+                for b, count in zip(block[among].tolist(), f[among].tolist(), strict=True):
+                    holding[b] = holding.get(b, 0.0) + count
+                for b, count in holding.items():
+                    matched.add(b)
+                    scores[b] += bm25_part(idf, count, ntok[b], avgdl)
             ids = [block for block in ids if block in matched]
         hidden_set = set(hidden)
         kept = [
-            (block, scores[block])
+            (block, float(scores[block]))
             for block in ids
             if notes[block] not in hidden_set and (allowed is None or notes[block] in allowed)
         ]
         kept.sort(key=lambda pair: (-pair[1], pair[0]))
         return kept[:limit]
 
-    def _holding(
-        self, terms: list[str], weights: Sequence[float], among: list[int]
-    ) -> dict[int, float]:
-        """{block: weighted count} of the blocks `among` these that hold any of `terms`."""
-        found = self.query(
-            "SELECT block_id, sum(%s * tf_title + %s * tf_heading + %s * tf_text)"
-            " FROM postings WHERE term = ANY(%s) AND block_id = ANY(%s) GROUP BY block_id",
-            (float(weights[0]), float(weights[1]), float(weights[2]), terms, among),
-        )
-        return {int(block): float(f) for block, f in found}
-
     def _phrase_counts(self, tokens: list[str], weights: Sequence[float]) -> dict[int, float]:
         """{block: weighted count of the phrase's occurrences} of the blocks holding it: its
-        terms at consecutive positions of one column. One statement: the rarest term's rows,
-        each of its positions checked against the rows of the others in the same block (a
-        phrase may hold a word every block has; no positions leave the database)."""
+        terms at consecutive positions of one column (each occurrence weighted by its
+        column)."""
         if not tokens:
             return {}
-        freqs = self.doc_freqs(sorted(set(tokens)))
-        if any(freqs.get(token, 0) == 0 for token in tokens):
+        lists = self._posting_lists(set(tokens), places=True)
+        if any(token not in lists for token in tokens):
             return {}
-        rarest = min(range(len(tokens)), key=lambda k: (freqs[tokens[k]], k))
-        others = [k for k in range(len(tokens)) if k != rarest]
-        joins = "".join(
-            f" JOIN postings p{k} ON p{k}.term = %(t{k})s AND p{k}.block_id = p{rarest}.block_id"
-            for k in others
-        )
-        at = f"(s - {rarest})"  # where the phrase starts
-        checks = "".join(f" AND {at} + {k} = ANY(p{k}.positions)" for k in others)
-        found = self.query(
-            f"SELECT p{rarest}.block_id, sum(CASE {at} / %(stride)s WHEN 0 THEN %(w0)s"
-            " WHEN 1 THEN %(w1)s ELSE %(w2)s END)"
-            f" FROM postings p{rarest} CROSS JOIN LATERAL unnest(p{rarest}.positions) AS s"
-            f"{joins} WHERE p{rarest}.term = %(t{rarest})s{checks}"
-            f" GROUP BY p{rarest}.block_id",
-            {
-                **{f"t{k}": token for k, token in enumerate(tokens)},
-                "stride": POSITION_STRIDE,
-                "w0": float(weights[0]),
-                "w1": float(weights[1]),
-                "w2": float(weights[2]),
-            },
-        )
-        return {int(block): float(f) for block, f in found}
+        starts = lists[tokens[0]].places
+        for k, token in enumerate(tokens[1:], start=1):
+            starts = np.intersect1d(starts, lists[token].places - k, assume_unique=True)
+        if starts is None or not len(starts):
+            return {}
+        column = (starts & ((1 << PLACE_BITS) - 1)) // POSITION_STRIDE
+        weight = np.asarray(weights, dtype=np.float64)[np.minimum(column, 2)]
+        block, inverse = np.unique(starts >> PLACE_BITS, return_inverse=True)
+        counts = np.bincount(inverse, weights=weight)
+        return dict(zip(block.tolist(), counts.tolist(), strict=True))
 
     # --- blocks and notes by id
 

@@ -1,8 +1,9 @@
 """The PostgreSQL schema and its migrations, and connections to it.
 
 The tables mirror the SQLite index's (same ids, same columns), so an index moves between the
-two as it is. What FTS5 keeps inside its own files is kept here as tables: each block's
-terms with their counts per column and positions (`postings`), each term's block count
+two as it is. What FTS5 keeps inside its own files is kept here as tables: each term's
+blocks with its counts per column and positions, in segments of notes (`posting_lists`,
+`segment_notes`, `dead_notes`; their format is `postings.py`'s), each term's block count
 (`term_df`), and each block's token count (`blocks.ntok`); the totals bm25 needs are in
 `meta` (`lexical_rows`, `lexical_tokens`).
 """
@@ -13,12 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import IndexCorrupt, IndexUnavailable
-
-# Positions are stored as column * POSITION_STRIDE + offset, so one array holds every
-# column's (a block's column holds far fewer tokens than this).
-POSITION_STRIDE = 1_000_000
-# What the postings' key holds besides (term, block): all bm25 reads of a row.
-POSTING_KEY_INCLUDES = "tf_title, tf_heading, tf_text, ntok, note_id"
+from .postings import SEGMENT_NOTES
 
 
 def _m001_index() -> str:
@@ -200,7 +196,7 @@ def _m005_sessions() -> str:
 
 
 def _m006_postings_carry_their_block() -> str:
-    return f"""
+    return """
         -- bm25 reads nothing but the postings' key: each row carries its block's token count
         -- and note, and the key includes them with the counts, so scoring is an index-only
         -- scan that visits neither blocks nor the rows' positions (6x faster at 1M blocks).
@@ -212,7 +208,8 @@ def _m006_postings_carry_their_block() -> str:
                              ADD COLUMN note_id bigint NOT NULL DEFAULT 0;
         UPDATE postings p SET ntok = b.ntok, note_id = b.note_id
             FROM blocks b WHERE b.id = p.block_id;
-        ALTER TABLE postings ADD PRIMARY KEY (term, block_id) INCLUDE ({POSTING_KEY_INCLUDES});
+        ALTER TABLE postings ADD PRIMARY KEY (term, block_id)
+            INCLUDE (tf_title, tf_heading, tf_text, ntok, note_id);
         CREATE INDEX postings_block ON postings (block_id);
     """
 
@@ -241,6 +238,46 @@ def _m008_no_hnsw() -> str:
     """
 
 
+def _m009_posting_lists() -> str:
+    # The records as postings.RECORD and POSITION pack them (big-endian, as int8send and
+    # int4send write).
+    return f"""
+        -- A row per term and segment of notes, its postings packed, not a row per term and
+        -- block: a publish writes 50 times fewer rows.
+        CREATE TABLE posting_lists (
+            term text NOT NULL,
+            segment integer NOT NULL,
+            postings bytea NOT NULL,
+            positions bytea NOT NULL,
+            PRIMARY KEY (term, segment)
+        );
+        -- Read whole and never compressed: skip pglz on the way in and out.
+        ALTER TABLE posting_lists ALTER postings SET STORAGE EXTERNAL,
+                                  ALTER positions SET STORAGE EXTERNAL;
+        CREATE TABLE segment_notes (note_id bigint PRIMARY KEY, segment integer NOT NULL);
+        CREATE INDEX segment_notes_segment ON segment_notes (segment);
+        CREATE TABLE dead_notes (
+            segment integer NOT NULL,
+            note_id bigint NOT NULL,
+            PRIMARY KEY (segment, note_id)
+        );
+        CREATE SEQUENCE segment_ids;
+        INSERT INTO segment_notes SELECT id, id / {SEGMENT_NOTES} FROM notes;
+        INSERT INTO posting_lists
+            SELECT p.term, p.note_id / {SEGMENT_NOTES},
+                   string_agg(int8send(p.block_id) || int8send(p.note_id) || int4send(p.ntok)
+                              || int4send(p.tf_title) || int4send(p.tf_heading)
+                              || int4send(p.tf_text), ''::bytea ORDER BY p.block_id),
+                   string_agg((SELECT coalesce(string_agg(int4send(s), ''::bytea ORDER BY o),
+                                               ''::bytea)
+                               FROM unnest(p.positions) WITH ORDINALITY AS u (s, o)),
+                              ''::bytea ORDER BY p.block_id)
+            FROM postings p GROUP BY p.term, p.note_id / {SEGMENT_NOTES};
+        SELECT setval('segment_ids', coalesce(max(segment), 0) + 1, false) FROM segment_notes;
+        DROP TABLE postings;
+    """
+
+
 MIGRATIONS: list[Callable[[], str]] = [
     _m001_index,
     _m002_team,
@@ -250,6 +287,7 @@ MIGRATIONS: list[Callable[[], str]] = [
     _m006_postings_carry_their_block,
     _m007_requests_by_arrival,
     _m008_no_hnsw,
+    _m009_posting_lists,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # Every vaultctx migrating one database takes this lock first: one migrates, the others wait.

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +27,9 @@ import numpy as np
 from ...errors import IndexLocked
 from ..db import IndexDatabase
 from ..indexer import FTS_VALUES
-from ..lexical import FTS_TOKENIZER
-from .schema import POSITION_STRIDE, POSTING_KEY_INCLUDES, connect
+from ..language import analyse
+from .postings import SEGMENT_NOTES, Analyser, SegmentRows
+from .schema import connect
 
 NOTE_COLUMNS = (
     "id", "path", "title", "mtime_ns", "size", "content_hash", "frontmatter", "problems",
@@ -41,26 +43,26 @@ LINK_COLUMNS = (
     "id", "source_id", "block_ordinal", "target", "kind", "heading", "block_ref", "alias",
     "line", "target_id",
 )  # fmt: skip
-POSTING_COLUMNS = (
-    "term", "block_id", "tf_title", "tf_heading", "tf_text", "positions", "ntok", "note_id",
-)  # fmt: skip
-_COPY_POSTINGS = f"COPY postings ({', '.join(POSTING_COLUMNS)}) FROM STDIN"
+_COPY_POSTING_LISTS = (
+    "COPY posting_lists (term, segment, postings, positions) FROM STDIN (FORMAT BINARY)"
+)
 # Meta keys that describe one SQLite file, not the index's content.
 _LOCAL_META = frozenset({"index_id", "links_dirty", "published_generation"})
-# On a full publish the postings' key and index are built once, after the copy.
-_DROP_POSTING_INDEXES = (
-    "ALTER TABLE postings DROP CONSTRAINT postings_pkey; DROP INDEX postings_block"
-)
-_CREATE_POSTING_INDEXES = (
-    f"ALTER TABLE postings ADD PRIMARY KEY (term, block_id) INCLUDE ({POSTING_KEY_INCLUDES});"
-    " CREATE INDEX postings_block ON postings (block_id)"
-)
 # What a note has besides its row, by the column naming the note.
 _NOTE_PARTS = (("blocks", "note_id"), ("links", "source_id"), ("tags", "note_id"),
                ("aliases", "note_id"))  # fmt: skip
+# The rows a note written again has: (table, columns, the column naming the note).
+_NOTE_ROWS = (
+    ("notes", NOTE_COLUMNS, "id"),
+    ("blocks", BLOCK_COLUMNS, "note_id"),
+    ("links", LINK_COLUMNS, "source_id"),
+    ("tags", ("note_id", "tag"), "note_id"),
+    ("aliases", ("note_id", "alias"), "note_id"),
+)
 _INDEXING_LOCK = 0x76617578  # held by the one indexer writing the database
-_PUBLISH_BATCH = 500  # notes analysed and copied at a time
-_COPY_LINES = 20_000  # postings sent to COPY at a time
+# Segments under half full kept before they are merged (each is one more row to read per
+# term): a vault has at most 2 * notes / SEGMENT_NOTES + MAX_SMALL_SEGMENTS + 1 segments.
+MAX_SMALL_SEGMENTS = 8
 _VECTOR_BATCH = 500
 
 
@@ -137,6 +139,7 @@ def publish(db: IndexDatabase, pg: Any, language: str | None) -> PublishReport:
     report = PublishReport()
     lite = db.connect()
     source = index_id(db)
+    analyser = Analyser(lite)
     with pg.transaction():
         analysis = _pg_meta(pg, "analysis")
         report.full = published_from(pg) != source or analysis != db.get_meta("analysis")
@@ -145,20 +148,32 @@ def publish(db: IndexDatabase, pg: Any, language: str | None) -> PublishReport:
             # publish (say, of a new language setting) for the notes that are still there.
             pg.execute("CREATE TEMP TABLE vx_accesses ON COMMIT DROP AS SELECT * FROM accesses")
             pg.execute(
-                "TRUNCATE notes, blocks, postings, term_df, links, tags, aliases, accesses, meta"
+                "TRUNCATE notes, blocks, posting_lists, segment_notes, dead_notes, term_df,"
+                " links, tags, aliases, accesses, meta"
             )
-            pg.execute(_DROP_POSTING_INDEXES)  # built once at the end: faster than kept
         changed, deleted = _changed_notes(lite, pg)
-        df = _delete_notes(pg, changed, deleted)
+        df = _delete_notes(pg, changed, deleted, language, analyser)
         report.notes_deleted = len(deleted)
-        for start in range(0, len(changed), _PUBLISH_BATCH):
-            batch = changed[start : start + _PUBLISH_BATCH]
-            blocks, postings = _copy_notes(lite, pg, batch, language, df)
-            report.blocks += blocks
-            report.postings += postings
+        moved = _rebuilt_segments_notes(pg)
+        rewritten = set(changed)
+        notes = changed + moved
+        # Each segment is read and analysed here while the one before is written from a
+        # thread: the database's work overlaps this process's.
+        with ThreadPoolExecutor(1, thread_name_prefix="vx-publish") as writer:
+            written: Future[None] | None = None
+            for start in range(0, len(notes), SEGMENT_NOTES):
+                batch = _read_batch(
+                    lite, notes[start : start + SEGMENT_NOTES], rewritten, language, df, analyser
+                )
+                if written is not None:
+                    written.result()
+                written = writer.submit(_write_batch, pg, batch)
+                report.blocks += len(batch.rows.get("blocks", ()))
+                report.postings += batch.postings.count
+            if written is not None:
+                written.result()
         report.notes_written = len(changed)
         if report.full:
-            pg.execute(_CREATE_POSTING_INDEXES)
             pg.execute(
                 "INSERT INTO accesses SELECT a.* FROM vx_accesses a"
                 " WHERE EXISTS (SELECT 1 FROM notes n WHERE n.id = a.note_id)"
@@ -167,14 +182,10 @@ def publish(db: IndexDatabase, pg: Any, language: str | None) -> PublishReport:
         report.links_retargeted = _retarget_links(lite, pg)
         report.vectors = _copy_vectors(lite, pg)
         report.accesses = _copy_accesses(lite, pg)
-        moved = report.changed or report.links_retargeted > 0
-        generation = _copy_meta(lite, pg, source, bump=moved)
+        bumped = report.changed or report.links_retargeted > 0
+        generation = _copy_meta(lite, pg, source, bump=bumped)
         if report.full:
-            pg.execute("ANALYZE notes, blocks, postings, term_df, links")
-    if report.notes_written or report.notes_deleted:
-        # Marks the rewritten pages all-visible, so bm25's scans of the postings' key stay
-        # index-only (until then each row's page is visited; autovacuum would come later).
-        pg.execute("VACUUM postings")
+            pg.execute("ANALYZE notes, blocks, posting_lists, segment_notes, term_df, links")
     with db.transaction() as conn:
         IndexDatabase.set_meta(conn, "published_generation", str(generation))
     report.elapsed_ms = (time.perf_counter() - t0) * 1000
@@ -197,150 +208,127 @@ def _changed_notes(lite: sqlite3.Connection, pg: Any) -> tuple[list[int], list[i
     return changed, deleted
 
 
-def _delete_notes(pg: Any, changed: list[int], deleted: list[int]) -> Counter[str]:
+def _delete_notes(
+    pg: Any, changed: list[int], deleted: list[int], language: str | None, analyser: Analyser
+) -> Counter[str]:
     """Clear what the changed notes had (their rows are written again; their accesses
-    stay) and delete the notes gone; what this takes off each term's block count."""
+    stay) and delete the notes gone, leaving their postings dead in their segments; what
+    this takes off each term's block count (their blocks' terms, analysed again from the
+    database's rows, as they were published)."""
     gone = changed + deleted
     df: Counter[str] = Counter()
     if not gone:
         return df
-    removed = pg.execute(
-        "DELETE FROM postings WHERE block_id IN (SELECT id FROM blocks WHERE note_id = ANY(%s))"
-        " RETURNING term",
+    old = pg.execute(
+        "SELECT b.id, b.note_id, b.title, b.heading_path, b.text,"
+        " coalesce(%s, nullif(n.language, '')) FROM blocks b JOIN notes n ON n.id = b.note_id"
+        " WHERE b.note_id = ANY(%s)",
+        (language, gone),
+    ).fetchall()
+    rows = [
+        (block, analyse(title, lang), analyse(heading, lang), analyse(text, lang))
+        for block, _, title, heading, text, lang in old
+    ]
+    df.subtract(analyser.analyse(rows, {row[0]: row[1] for row in old}).holding())
+    pg.execute(
+        "WITH gone AS (DELETE FROM segment_notes WHERE note_id = ANY(%s) RETURNING *)"
+        " INSERT INTO dead_notes (segment, note_id) SELECT segment, note_id FROM gone",
         (gone,),
     )
-    df.subtract(term for (term,) in removed)
     pg.execute("DELETE FROM notes WHERE id = ANY(%s)", (deleted,))
     for table, column in _NOTE_PARTS:
         pg.execute(f"DELETE FROM {table} WHERE {column} = ANY(%s)", (changed,))
     return df
 
 
-def _copy_notes(
-    lite: sqlite3.Connection, pg: Any, notes: Sequence[int], language: str | None, df: Counter[str]
-) -> tuple[int, int]:
-    """Write these notes with their blocks, terms, links, tags and aliases, adding to each
-    term's block count in `df`; (blocks, postings) written."""
-    marks = ",".join("?" * len(notes))
-    note_rows = lite.execute(
-        f"SELECT {', '.join(NOTE_COLUMNS)} FROM notes WHERE id IN ({marks})", notes
+def _rebuilt_segments_notes(pg: Any) -> list[int]:
+    """Drop the segments worth rebuilding: those a quarter or more dead, and those under
+    half full once there are more than MAX_SMALL_SEGMENTS of them (each publish of a few
+    notes makes one). The notes they still held, to be written again into new segments."""
+    sizes = pg.execute(
+        "SELECT segment, sum(live)::int, sum(dead)::int FROM ("
+        " SELECT segment, 1 AS live, 0 AS dead FROM segment_notes"
+        " UNION ALL SELECT segment, 0, 1 FROM dead_notes) s GROUP BY segment"
     ).fetchall()
-    pg.execute("CREATE TEMP TABLE IF NOT EXISTS vx_notes (LIKE notes) ON COMMIT DROP")
-    pg.execute("DELETE FROM vx_notes")
-    _copy(pg, "vx_notes", NOTE_COLUMNS, note_rows)
-    updates = ", ".join(f"{c} = excluded.{c}" for c in NOTE_COLUMNS[1:])
-    pg.execute(f"INSERT INTO notes SELECT * FROM vx_notes ON CONFLICT (id) DO UPDATE SET {updates}")
+    rebuilt = {segment for segment, live, dead in sizes if dead * 4 >= live + dead and dead}
+    small = [s for s, live, _ in sizes if s not in rebuilt and live < SEGMENT_NOTES // 2]
+    if len(small) > MAX_SMALL_SEGMENTS:
+        rebuilt.update(small)
+    if not rebuilt:
+        return []
+    segments = sorted(rebuilt)
+    notes = pg.execute(
+        "DELETE FROM segment_notes WHERE segment = ANY(%s) RETURNING note_id", (segments,)
+    ).fetchall()
+    pg.execute("DELETE FROM posting_lists WHERE segment = ANY(%s)", (segments,))
+    pg.execute("DELETE FROM dead_notes WHERE segment = ANY(%s)", (segments,))
+    return sorted(note for (note,) in notes)
+
+
+@dataclass
+class _Batch:
+    """What one segment writes, read from the SQLite index: its notes' postings, and the
+    rows of the notes written again (their blocks carry their token counts)."""
+
+    notes: list[int]
+    postings: SegmentRows
+    rows: dict[str, list[tuple]]
+
+
+def _read_batch(
+    lite: sqlite3.Connection,
+    notes: list[int],
+    rewritten: set[int],
+    language: str | None,
+    df: Counter[str],
+    analyser: Analyser,
+) -> _Batch:
+    """Read and analyse a segment's notes, adding the terms of those `rewritten` to each
+    term's block count in `df` (the others' are counted already: their segment moves)."""
+    marks = ",".join("?" * len(notes))
     note_of = dict(
         lite.execute(f"SELECT id, note_id FROM blocks WHERE note_id IN ({marks})", notes)
     )
-    postings, ntok, count = _analyse(lite, notes, language, df, note_of)
-    block_rows = [
-        (*row, ntok.get(row[0], 0))
-        for row in lite.execute(
-            f"SELECT {', '.join(BLOCK_COLUMNS)} FROM blocks WHERE note_id IN ({marks})", notes
+    analysed = analyser.analyse(
+        lite.execute(
+            f"SELECT {FTS_VALUES} WHERE b.note_id IN ({marks})".replace(":language", "?"),
+            (language, language, language, *notes),
+        ).fetchall(),
+        note_of,
+    )
+    written = [note for note in notes if note in rewritten]
+    rows: dict[str, list[tuple]] = {}
+    if written:
+        df.update(analysed.holding(written) if len(written) < len(notes) else analysed.holding())
+        marks = ",".join("?" * len(written))
+        for table, columns, key in _NOTE_ROWS:
+            rows[table] = lite.execute(
+                f"SELECT {', '.join(columns)} FROM {table} WHERE {key} IN ({marks})", written
+            ).fetchall()
+        rows["blocks"] = [(*row, analysed.ntok.get(row[0], 0)) for row in rows["blocks"]]
+    return _Batch(notes, analysed, rows)
+
+
+def _write_batch(pg: Any, batch: _Batch) -> None:
+    """Write a batch as a new segment (and its notes' rows)."""
+    (segment,) = pg.execute("SELECT nextval('segment_ids')").fetchone()
+    with pg.cursor() as cur:
+        with cur.copy(_COPY_POSTING_LISTS) as copy:
+            copy.write(batch.postings.copy_data(segment))
+        cur.execute(
+            "INSERT INTO segment_notes (note_id, segment) SELECT unnest(%s::bigint[]), %s",
+            (batch.notes, segment),
         )
-    ]
-    _copy(pg, "blocks", (*BLOCK_COLUMNS, "ntok"), block_rows)
-    with pg.cursor() as cur, cur.copy(_COPY_POSTINGS) as copy:
-        for chunk in postings:
-            copy.write(chunk)
-    for table, columns, key in (
-        ("links", LINK_COLUMNS, "source_id"),
-        ("tags", ("note_id", "tag"), "note_id"),
-        ("aliases", ("note_id", "alias"), "note_id"),
-    ):
-        rows = lite.execute(
-            f"SELECT {', '.join(columns)} FROM {table} WHERE {key} IN ({marks})", notes
-        ).fetchall()
-        _copy(pg, table, columns, rows)
-    return len(block_rows), count
-
-
-def _analyse(
-    lite: sqlite3.Connection,
-    notes: Sequence[int],
-    language: str | None,
-    df: Counter[str],
-    note_of: dict[int, int],
-) -> tuple[list[str], dict[int, int], int]:
-    """The notes' blocks as FTS5 indexes them (their rows analysed as the indexer does, in
-    a temporary FTS5 table with the index's tokenizer): COPY text with a row per (term,
-    block) — its count in each column, its positions, and its block's token count and note
-    (`note_of`) — in chunks; each block's token count; and the rows made. Each term's new
-    blocks are added to `df`."""
-    lite.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vx_publish USING"
-        f" fts5(title, heading_path, text, tokenize='{FTS_TOKENIZER}')"
-    )
-    lite.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vx_publish_v"
-        " USING fts5vocab(temp, vx_publish, instance)"
-    )
-    lite.execute("DELETE FROM temp.vx_publish")
-    marks = ",".join("?" * len(notes))
-    lite.execute(
-        "INSERT INTO temp.vx_publish(rowid, title, heading_path, text)"
-        f" SELECT {FTS_VALUES} WHERE b.note_id IN ({marks})".replace(":language", "?"),
-        (language, language, language, *notes),
-    )
-    # fts5vocab's instance table comes ordered by term, then block, column and offset: one
-    # COPY line per (term, block), written as text here (psycopg's row-by-row adaptation
-    # took as long as the server's work); a block's token count is known once every term is
-    # read, so each line's end is written last.
-    lines: list[tuple[str, int]] = []
-    ntok: dict[int, int] = {}
-    escaped: dict[str, str] = {}
-    key: tuple[str, int] | None = None
-    counts = [0, 0, 0]
-    positions: list[int] = []
-    stride = (0, POSITION_STRIDE, 2 * POSITION_STRIDE)
-    columns = {"title": 0, "heading_path": 1, "text": 2}
-    made = 0
-
-    def line() -> None:
-        term, block = key  # type: ignore[misc]
-        text = escaped.get(term)
-        if text is None:
-            text = escaped[term] = _copy_text(term)
-        df[term] += 1
-        lines.append(
-            (
-                f"{text}\t{block}\t{counts[0]}\t{counts[1]}\t{counts[2]}"
-                f"\t{{{','.join(map(str, positions))}}}\t",
-                block,
-            )
-        )
-
-    for term, block, column, offset in lite.execute(
-        "SELECT term, doc, col, offset FROM temp.vx_publish_v"
-    ):
-        if key != (term, block):
-            if key is not None:
-                line()
-                made += 1
-            key, counts, positions = (term, block), [0, 0, 0], []
-        col = columns[column]
-        counts[col] += 1
-        positions.append(stride[col] + offset)
-        ntok[block] = ntok.get(block, 0) + 1
-    if key is not None:
-        line()
-        made += 1
-    ends = {block: f"{count}\t{note_of[block]}\n" for block, count in ntok.items()}
-    chunks = [
-        "".join(start + ends[block] for start, block in lines[at : at + _COPY_LINES])
-        for at in range(0, len(lines), _COPY_LINES)
-    ]
-    lite.execute("DELETE FROM temp.vx_publish")
-    return chunks, ntok, made
-
-
-def _copy_text(value: str) -> str:
-    """A value as COPY's text format writes it (terms hold no tab or newline, but may)."""
-    if any(c in value for c in "\\\t\n\r"):
-        for plain, written in (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r")):
-            value = value.replace(plain, written)
-    return value
+    if not batch.rows:
+        return
+    pg.execute("CREATE TEMP TABLE IF NOT EXISTS vx_notes (LIKE notes) ON COMMIT DROP")
+    pg.execute("DELETE FROM vx_notes")
+    _copy(pg, "vx_notes", NOTE_COLUMNS, batch.rows["notes"])
+    updates = ", ".join(f"{c} = excluded.{c}" for c in NOTE_COLUMNS[1:])
+    pg.execute(f"INSERT INTO notes SELECT * FROM vx_notes ON CONFLICT (id) DO UPDATE SET {updates}")
+    for table, columns, _ in _NOTE_ROWS[1:]:
+        written = (*columns, "ntok") if table == "blocks" else columns
+        _copy(pg, table, written, batch.rows[table])
 
 
 def _update_doc_freqs(pg: Any, df: Counter[str]) -> None:
