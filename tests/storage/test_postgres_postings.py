@@ -98,6 +98,9 @@ def test_the_blocks_of_some_notes_are_counted_apart():
     assert segment.holding() == {"bee": 2, "mite": 3, "and": 1}
     assert segment.holding([20, 30]) == {"bee": 1, "mite": 2}
     assert segment.holding([]) == {}
+    empty = analyser.analyse([(5, "", None, "— !?")], {5: 50})
+    assert empty.count == 0 and empty.holding() == {} and empty.holding([50]) == {}
+    assert empty.ntok == {5: 0} and empty.copy_data(1).endswith(b"\xff\xff")
 
 
 def test_dead_notes_postings_are_left_out_as_they_are_read():

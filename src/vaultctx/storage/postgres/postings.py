@@ -6,7 +6,7 @@ block's token count, the term's count in each column), and their positions (colu
 POSITION_STRIDE + offset, each posting's in order). A publish writes whole segments; a note
 written again or deleted leaves a tombstone in its old segment (`dead_notes`) until that
 segment is rebuilt from the notes it still holds (`segment_notes`). One row per term and
-segment, not per term and block: a 10,000-note vault is 100,000 rows, not 5 million, so a
+segment, not per term and block: a 10,000-note vault is 125,000 rows, not 5.4 million, so a
 publish is a few COPYs of bytes and a read a few rows per term.
 
 The terms are FTS5's own: a row's UTF-8 is cut into pieces at ASCII characters that are not
@@ -31,7 +31,9 @@ from ..lexical import FTS_TOKENIZER
 # Positions are stored as column * POSITION_STRIDE + offset (a block's column holds far
 # fewer tokens than this).
 POSITION_STRIDE = 1_000_000
-PLACE_BITS = 22  # a position's bits in a place (block and position in one int64): > 3 columns
+# A place is a block and a position in one int64: block << PLACE_BITS | position
+# (2^22 > 3 * POSITION_STRIDE).
+PLACE_BITS = 22
 # A segment's notes at most: rows per term grow with segments, the bytes a rebuild
 # re-reads with their size.
 SEGMENT_NOTES = 2000
@@ -67,10 +69,10 @@ class SegmentRows:
             counts = np.diff(self.bounds)
         else:
             kept = np.isin(self.records["note"], np.fromiter(notes, np.int64, len(notes)))
-            counts = np.add.reduceat(kept.astype(np.int64), self.bounds[:-1]) if len(kept) else []
+            counts = np.add.reduceat(kept.astype(np.int64), self.bounds[:-1]) if len(kept) else kept
         return Counter({t: int(n) for t, n in zip(self.terms, counts.tolist(), strict=True) if n})
 
-    def copy_data(self, segment: int) -> bytes:
+    def copy_data(self, segment: int) -> bytearray:
         """These rows as `COPY posting_lists (term, segment, postings, positions) FROM STDIN
         (FORMAT BINARY)` reads them."""
         records = self.records.tobytes()
@@ -91,7 +93,7 @@ class SegmentRows:
             out += struct.pack(">i", q - p)
             out += positions[p:q]
         out += _COPY_TRAILER
-        return bytes(out)
+        return out
 
 
 class Analyser:
