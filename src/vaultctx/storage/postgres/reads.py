@@ -58,6 +58,24 @@ def idf_of(rows: float, holding: int) -> float:
     return max(float(np.log((rows - holding + 0.5) / (holding + 0.5))), IDF_FLOOR)
 
 
+def _item_hits(
+    lists: dict[str, Postings], terms: list[str], weights: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """An item's blocks, each once, with its count (its terms' counts summed: a prefix's
+    terms count together in a block, as one phrase of FTS5's), note and token count."""
+    found = [lists[term] for term in terms if term in lists]
+    if not found:
+        return None
+    block = np.concatenate([p.block for p in found])
+    f = np.concatenate([p.weighted(weights) for p in found])
+    note = np.concatenate([p.note for p in found])
+    ntok = np.concatenate([p.ntok for p in found])
+    if len(found) > 1:
+        block, first, inverse = np.unique(block, return_index=True, return_inverse=True)
+        f, note, ntok = np.bincount(inverse, weights=f), note[first], ntok[first]
+    return block, f, note, ntok
+
+
 def _kept(note: np.ndarray, allowed: Collection[int] | None, hidden: Collection[int]) -> Any:
     """Which postings' notes the filters keep."""
     keep = ~np.isin(note, np.fromiter(hidden, np.int64, len(hidden)))
@@ -253,22 +271,16 @@ class PostgresReads:
         rows: float,
         avgdl: float,
     ) -> list[tuple[int, float]]:
-        """Terms and prefixes, OR'ed: each item's blocks (a prefix's terms counted together
-        in a block, as one phrase of FTS5's) scored, and the scores of each block summed."""
+        """Terms and prefixes, OR'ed: each item's blocks scored, and each block's scores
+        summed."""
         held = [terms for terms in items if terms]
         lists = self._posting_lists({term for terms in held for term in terms})
         blocks, scores = [], []
         for terms in held:
-            found = [lists[term] for term in terms if term in lists]
-            if not found:
+            hits = _item_hits(lists, terms, weights)
+            if hits is None:
                 continue
-            block = np.concatenate([p.block for p in found])
-            f = np.concatenate([p.weighted(weights) for p in found])
-            note = np.concatenate([p.note for p in found])
-            ntok = np.concatenate([p.ntok for p in found])
-            if len(found) > 1:
-                block, first, inverse = np.unique(block, return_index=True, return_inverse=True)
-                f, note, ntok = np.bincount(inverse, weights=f), note[first], ntok[first]
+            block, f, note, ntok = hits
             keep = _kept(note, allowed, hidden)
             idf = idf_of(rows, len(block))
             blocks.append(block[keep])
@@ -313,19 +325,15 @@ class PostgresReads:
             lists = self._posting_lists({term for terms in held for term in terms})
             matched: set[int] = set()
             for terms in held:
-                found = [lists[term] for term in terms if term in lists]
-                if not found:
+                hits = _item_hits(lists, terms, weights)
+                if hits is None:
                     continue
-                block = np.concatenate([p.block for p in found])
-                f = np.concatenate([p.weighted(weights) for p in found])
-                idf = idf_of(rows, len(np.unique(block)))
+                block, f, _, counts = hits
                 among = np.isin(block, ids)
-                holding: dict[int, float] = {}
-                for b, count in zip(block[among].tolist(), f[among].tolist(), strict=True):
-                    holding[b] = holding.get(b, 0.0) + count
-                for b, count in holding.items():
+                parts = bm25_part(idf_of(rows, len(block)), f[among], counts[among], avgdl)
+                for b, part in zip(block[among].tolist(), parts.tolist(), strict=True):
                     matched.add(b)
-                    scores[b] += bm25_part(idf, count, ntok[b], avgdl)
+                    scores[b] += part
             ids = [block for block in ids if block in matched]
         hidden_set = set(hidden)
         kept = [
