@@ -15,9 +15,11 @@ from hypothesis.extra.numpy import arrays
 
 from select_helpers import NOTES, HashEmbedder
 from vaultctx import Workspace
+from vaultctx.search import vectors
 from vaultctx.search.vectors import (
     SKETCH_DIMS,
     SPLIT_ROWS,
+    STRAY_SHARE,
     Int8Matrix,
     Sketch,
     VectorMatrix,
@@ -215,10 +217,14 @@ def same_matrix(a: VectorMatrix, b: VectorMatrix) -> bool:
 
 
 @pytest.mark.parametrize("precision", ["int8", "float32"])
-def test_a_new_generation_reads_only_the_vectors_of_new_content(indexed, precision) -> None:
+def test_a_new_generation_reads_only_the_vectors_of_new_content(
+    indexed, precision, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """After a publish the store's matrix follows the index by reading every block's key
     and only the vectors of content it did not hold; it equals a load from scratch, down to
     the note of each row (a copied note's rows hold known vectors under a new note)."""
+    # The test model's vectors are all strays to a sketch of 8 rows (what they do: below).
+    monkeypatch.setattr(vectors, "STRAY_SHARE", 1.0)
     model = indexed.embedder.model_id
     store = VectorStore(precision, sketch_rows=1)
     reads = CountingReads(indexed.reads)
@@ -311,6 +317,37 @@ def test_the_best_scores_are_found_without_partitioning_them_all(scores, n) -> N
     if n < scores.size:  # the same scores as a full partition's (ties may swap indices)
         full = np.argpartition(scores, scores.size - n)[scores.size - n :]
         assert np.array_equal(np.sort(scores[best]), np.sort(scores[full]))
+
+
+def test_a_followed_sketch_counts_the_rows_unlike_those_it_was_fitted_on() -> None:
+    """Rows of the same topics leave out about as much of themselves as the fit's sample
+    (1 in 100 more than its 99th percentile); rows of other topics (a new subject) are
+    strays nearly all."""
+    rows = embedding_like(12_000)
+    sketch = Sketch.fit(rows[:10_000])
+    assert sketch.strays == 0 and 0 < sketch.stray_residual < 1
+    held = np.arange(12_000) < 10_000
+    alike = sketch.follow(12_000, held, np.arange(10_000), rows[10_000:])
+    assert alike.unfitted == 2000 and alike.strays < 2000 * 0.03
+    unlike = sketch.follow(12_000, held, np.arange(10_000), embedding_like(2000, seed=7))
+    assert unlike.strays > 2000 * 0.95
+    both = unlike.follow(14_000, np.arange(14_000) < 12_000, np.arange(12_000), rows[:2000])
+    assert both.strays == unlike.strays + np.count_nonzero(
+        sketch._residuals(rows[:2000], sketch._coordinates(rows[:2000])) > sketch.stray_residual
+    )
+
+
+def test_a_sketch_with_strays_past_their_share_is_fitted_again(indexed):
+    store = VectorStore(sketch_rows=1)
+    matrix = store.get(indexed.reads, "g", indexed.embedder.model_id)
+    sketch = matrix.sketch
+    assert sketch is not None
+    allowed = int(matrix.size * STRAY_SHARE)
+    kept = Sketch(sketch.mean, sketch.basis, sketch.rows, 0, sketch.stray_residual, allowed)
+    assert store._sketched(replace(matrix, sketch=kept)).sketch is kept
+    more = Sketch(sketch.mean, sketch.basis, sketch.rows, 0, sketch.stray_residual, allowed + 1)
+    refitted = store._sketched(replace(matrix, sketch=more)).sketch
+    assert refitted is not more and refitted.strays == 0
 
 
 def test_a_sketch_is_fitted_again_once_half_its_rows_came_after_its_directions(indexed):

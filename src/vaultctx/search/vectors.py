@@ -32,6 +32,8 @@ _FOLLOW_MIN = 4096  # new vectors a matrix always reads by content, however smal
 SKETCH_DIMS = 96  # the directions a large matrix's sketch keeps (`Sketch`)
 SKETCH_SAMPLE = 20_000  # rows (a strided sample) the sketch's directions are fitted on
 _CUT_STRIDE = 16  # one score in this many estimates where the n best begin
+STRAY_QUANTILE = 0.99  # a stray leaves out more of itself than this share of the fit's sample
+STRAY_SHARE = 0.002  # strays past this share of a sketch's rows: its directions are fitted again
 
 Precision = Literal["int8", "float32"]
 
@@ -143,12 +145,22 @@ class Sketch:
     build, no build order to vary with."""
 
     def __init__(
-        self, mean: np.ndarray, basis: np.ndarray, rows: Int8Matrix, unfitted: int = 0
+        self,
+        mean: np.ndarray,
+        basis: np.ndarray,
+        rows: Int8Matrix,
+        unfitted: int = 0,
+        stray_residual: float = 1.0,
+        strays: int = 0,
     ) -> None:
         self.mean = mean  # float32 (dim,): the sample's mean row
         self.basis = basis  # float32 (dim, SKETCH_DIMS): the main directions
         self.rows = rows  # (n, SKETCH_DIMS): each row's coordinates along them
         self.unfitted = unfitted  # rows projected since the directions were fitted
+        # The share of a row the directions leave out, above which the fit's sample held
+        # only 1 row in 100 (STRAY_QUANTILE); and the rows projected since that left out more.
+        self.stray_residual = stray_residual
+        self.strays = strays
 
     @classmethod
     def fit(cls, matrix: Int8Matrix | np.ndarray) -> Sketch:
@@ -162,6 +174,8 @@ class Sketch:
         codes = np.empty((n, basis.shape[1]), np.int8)
         scales = np.empty(n, np.float32)
         sketch = cls(mean.astype(np.float32), basis, Int8Matrix(codes, scales))
+        residuals = sketch._residuals(sample, sketch._coordinates(sample))
+        sketch.stray_residual = float(np.quantile(residuals, STRAY_QUANTILE))
         for start in range(0, n, _LOAD_CHUNK):
             rows = slice(start, min(n, start + _LOAD_CHUNK))
             codes[rows], scales[rows] = sketch.project(matrix[rows])
@@ -169,7 +183,17 @@ class Sketch:
 
     def project(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The int8 codes and scales of float32 rows' coordinates along the directions."""
-        return quantize_rows((vectors - self.mean) @ self.basis)
+        return quantize_rows(self._coordinates(vectors))
+
+    def _coordinates(self, vectors: np.ndarray) -> np.ndarray:
+        return (vectors - self.mean) @ self.basis
+
+    def _residuals(self, vectors: np.ndarray, coordinates: np.ndarray) -> np.ndarray:
+        """The share of each row (less the mean) the directions leave out: small for rows
+        like those they were fitted on, large for content unlike any of them."""
+        whole = np.square(vectors - self.mean).sum(axis=1)
+        kept = np.square(coordinates).sum(axis=1)
+        return np.divide(whole - kept, whole, out=np.zeros_like(whole), where=whole > 0)
 
     def follow(self, size: int, held: np.ndarray, source: np.ndarray, new: np.ndarray) -> Sketch:
         """The sketch of a matrix that follows this one's (`_follow`): the `held` rows copy
@@ -179,10 +203,20 @@ class Sketch:
         codes = np.empty((size, self.basis.shape[1]), np.int8)
         scales = np.ones(size, np.float32)
         codes[held], scales[held] = self.rows.codes[source], self.rows.scales[source]
+        strays = self.strays
         if new.size:
-            codes[~held], scales[~held] = self.project(new)
-        unfitted = self.unfitted + new.shape[0]
-        return Sketch(self.mean, self.basis, Int8Matrix(codes, scales), unfitted)
+            coordinates = self._coordinates(new)
+            codes[~held], scales[~held] = quantize_rows(coordinates)
+            residuals = self._residuals(new, coordinates)
+            strays += int(np.count_nonzero(residuals > self.stray_residual))
+        return Sketch(
+            self.mean,
+            self.basis,
+            Int8Matrix(codes, scales),
+            self.unfitted + new.shape[0],
+            self.stray_residual,
+            strays,
+        )
 
     def best_rows(
         self, query: np.ndarray, n: int, helper: ThreadPoolExecutor | None = None
@@ -382,11 +416,17 @@ class VectorStore:
 
     def _sketched(self, matrix: VectorMatrix) -> VectorMatrix:
         """The matrix with a sketch from `sketch_rows` rows on, without one below. A sketch it
-        followed is kept until half its rows came after its directions were fitted: then
-        content has moved on enough to fit them again."""
+        followed is kept until half its rows came after its directions were fitted, or until
+        STRAY_SHARE of them are strays (content unlike what they were fitted on, a new
+        subject say, which they would rank poorly): then its directions are fitted again."""
         if self.sketch_rows is None or matrix.size < max(self.sketch_rows, 1):
             return replace(matrix, sketch=None)
-        if matrix.sketch is None or matrix.sketch.unfitted > matrix.size // 2:
+        sketch = matrix.sketch
+        if (
+            sketch is None
+            or sketch.unfitted > matrix.size // 2
+            or sketch.strays > matrix.size * STRAY_SHARE
+        ):
             return replace(matrix, sketch=Sketch.fit(matrix.matrix))
         return matrix
 
