@@ -21,7 +21,12 @@ from vaultctx.errors import IndexLocked, IndexUnavailable
 from vaultctx.search.query import QueryTokenizer, build_query
 from vaultctx.storage import Vault
 from vaultctx.storage.index_reads import SqliteReads
-from vaultctx.storage.postgres.postings import PLACE_BITS, POSITION_STRIDE, read_postings
+from vaultctx.storage.postgres.postings import (
+    PLACE_BITS,
+    POSITION_STRIDE,
+    read_postings,
+    stored_term,
+)
 from vaultctx.storage.postgres.reads import PostgresReads
 from vaultctx.storage.postgres.schema import SCHEMA_VERSION, connect
 from vaultctx.storage.postgres.sync import IndexerSeat, catch_up, publish, restore
@@ -234,8 +239,8 @@ COMPARED = {
 
 
 def fts5_postings(vault: Vault) -> dict[tuple[str, int], tuple[int, int, tuple, list]]:
-    """{(term, block): (note, block's tokens, count per column, positions)}, read from the
-    SQLite index's FTS5 table itself."""
+    """{(term as the database keys it, block): (note, block's tokens, count per column,
+    positions)}, read from the SQLite index's FTS5 table itself."""
     conn = vault.db.connect()
     conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vx_test_v"
@@ -253,7 +258,7 @@ def fts5_postings(vault: Vault) -> dict[tuple[str, int], tuple[int, int, tuple, 
         ntok[block] = ntok.get(block, 0) + 1
     note_of = dict(conn.execute("SELECT id, note_id FROM blocks"))
     return {
-        (term, block): (note_of[block], ntok[block], tuple(counts), sorted(positions))
+        (stored_term(term), block): (note_of[block], ntok[block], tuple(counts), sorted(positions))
         for (term, block), (counts, positions) in found.items()
     }
 
@@ -363,6 +368,27 @@ def test_segments_stay_few_and_right_through_many_small_publishes(
         for query in ("quokka", "varroa mites", "round*", '"quokkas and varroa"'):
             assert_same_ranking(reads, query)
         reads[2].close()
+    vault.close()
+
+
+def test_a_token_too_long_for_a_key_is_published_and_found(example_vault, postgres_url):
+    """A pasted key of 3,990 characters with no separator is one FTS5 term, past what a
+    btree key holds: the database keys it by a hash, and finds it as SQLite does."""
+    blob = "".join(random.Random(1).choices("abcdefghijklmnopqrstuvwxyz0123456789", k=3990))
+    (example_vault / "Blob.md").write_text(f"# Blob\n\nA pasted key: {blob} and bees.\n")
+    vault = Vault.open(example_vault)
+    vault.index()
+    with connect(postgres_url) as pg:
+        publish(vault.db, pg, None)
+        assert_database_matches(vault, pg)
+        (longest,) = pg.execute("SELECT max(octet_length(term)) FROM term_df").fetchone()
+        assert longest <= 1000
+    reads = (None, SqliteReads(vault.db), PostgresReads(postgres_url))
+    for query in (blob, f"{blob[:20]}*", f'"pasted key {blob}"'):
+        _, found = ranked(reads[2], query)
+        assert len(found) == 1
+        assert_same_ranking(reads, query)
+    reads[2].close()
     vault.close()
 
 

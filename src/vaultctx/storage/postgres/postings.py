@@ -18,6 +18,7 @@ numpy's.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import struct
 from collections import Counter
@@ -43,9 +44,21 @@ POSITION = np.dtype(">i4")
 _SEPARATORS = bytes.maketrans(
     bytes(c for c in range(128) if not chr(c).isalnum()), b" " * (128 - 62)
 )
+MAX_TERM_BYTES = 1000  # longer terms are keyed by a hash (`stored_term`)
 _PIECES_KEPT = 2_000_000  # pieces an analyser remembers before it starts again
 _COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
 _COPY_TRAILER = b"\xff\xff"
+
+
+def stored_term(term: str) -> str:
+    """A term as the database keys it: itself, or past MAX_TERM_BYTES (a pasted key or
+    blob with no separator in it) its first characters, an ellipsis and a hash, which no
+    term of FTS5's holds. A btree key cannot pass a third of a page: one such token would
+    fail a publish."""
+    data = term.encode()
+    if len(data) <= MAX_TERM_BYTES:
+        return term
+    return f"{term[:64]}\u2026{hashlib.sha256(data).hexdigest()[:32]}"
 
 
 @dataclass
@@ -204,7 +217,7 @@ class Analyser:
             new_term = np.ones(count, dtype=bool)
             new_term[1:] = posting_terms[1:] != posting_terms[:-1]
             bounds = np.append(np.flatnonzero(new_term), count)
-            names = [self._terms[t] for t in posting_terms[new_term].tolist()]
+            names = [stored_term(self._terms[t]) for t in posting_terms[new_term].tolist()]
         else:
             bounds, names = np.zeros(1, dtype=np.int64), []
         return SegmentRows(

@@ -21,7 +21,7 @@ import numpy as np
 from ...errors import IndexUnavailable
 from ..index_reads import candidate_fields
 from ..lexical import FtsTerms, LexicalQuery
-from .postings import PLACE_BITS, POSITION_STRIDE, Postings, read_postings
+from .postings import PLACE_BITS, POSITION_STRIDE, Postings, read_postings, stored_term
 from .schema import connect, one_line
 
 # FTS5's bm25 (fts5_aux.c): k1, b, and the IDF of a term in more than half the rows.
@@ -212,7 +212,9 @@ class PostgresReads:
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
         if not terms:
             return {}
-        return dict(self.query("SELECT term, df FROM term_df WHERE term = ANY(%s)", (list(terms),)))
+        stored = {stored_term(term): term for term in terms}
+        found = self.query("SELECT term, df FROM term_df WHERE term = ANY(%s)", (list(stored),))
+        return {stored[term]: df for term, df in found}
 
     def bm25_blocks(
         self,
@@ -254,10 +256,11 @@ class PostgresReads:
         statement: every segment's row of each term, and the notes dead in them."""
         if not terms:
             return {}
+        stored = {stored_term(term): term for term in terms}
         statement = _POSTING_LISTS.format(positions="positions" if places else "NULL::bytea")
-        rows = self.query(statement, (sorted(terms),), binary=True)
+        rows = self.query(statement, (sorted(stored),), binary=True)
         return read_postings(
-            [row[:4] for row in rows if row[0] is not None],
+            [(stored[row[0]], *row[1:4]) for row in rows if row[0] is not None],
             [(segment, note) for term, segment, _, _, note in rows if term is None],
         )
 
