@@ -12,7 +12,7 @@ import pytest
 
 from vaultctx.storage.blocks import estimate_tokens
 from vaultctx.storage.links import Link
-from vaultctx.storage.parser import parse_note
+from vaultctx.storage.parser import MAX_NAME_CHARS, parse_note
 
 
 def parse(text: str, title: str = "Note", **kw):
@@ -118,6 +118,19 @@ def test_frontmatter_that_is_not_a_mapping_is_a_warning():
     note = parse("---\n- a\n- b\n---\nbody\n")
     assert note.warnings == ("frontmatter: expected a mapping, got list",)
     assert "body" in note.blocks[-1].text
+
+
+def test_a_tag_or_alias_longer_than_any_name_is_a_warning_not_a_name():
+    blob = "x7" * 300
+    note = parse(f"---\naliases: [Hive log, {blob}]\ntags: [apiary]\n---\nSee #t{blob} #bees\n")
+    assert note.aliases == ("Hive log",)
+    assert note.tags == ("apiary", "bees")
+    assert sorted(w.split(" characters")[0] for w in note.warnings) == [
+        "a tag or alias of 600",  # the alias
+        "a tag or alias of 601",  # the tag, "t" and the blob
+    ]
+    at_most = parse(f"---\naliases: [{'a' * MAX_NAME_CHARS}]\n---\nbody\n")
+    assert at_most.aliases == ("a" * MAX_NAME_CHARS,) and at_most.warnings == ()
 
 
 def test_a_thematic_break_later_in_the_note_is_not_frontmatter():

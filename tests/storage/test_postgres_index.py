@@ -373,9 +373,12 @@ def test_segments_stay_few_and_right_through_many_small_publishes(
 
 def test_a_token_too_long_for_a_key_is_published_and_found(example_vault, postgres_url):
     """A pasted key of 3,990 characters with no separator is one FTS5 term, past what a
-    btree key holds: the database keys it by a hash, and finds it as SQLite does."""
+    btree key holds: the database keys it by a hash, and finds it as SQLite does (as a tag
+    or an alias it is no name: a warning)."""
     blob = "".join(random.Random(1).choices("abcdefghijklmnopqrstuvwxyz0123456789", k=3990))
-    (example_vault / "Blob.md").write_text(f"# Blob\n\nA pasted key: {blob} and bees.\n")
+    (example_vault / "Blob.md").write_text(
+        f"---\naliases: [{blob.upper()}]\n---\n# Blob\n\nA pasted key: {blob} and bees. #{blob}\n"
+    )
     vault = Vault.open(example_vault)
     vault.index()
     with connect(postgres_url) as pg:

@@ -14,6 +14,10 @@ from .frontmatter import frontmatter_list, frontmatter_str, split_frontmatter
 from .links import Link, extract_links, inline_tags
 from .markdown import mask_code
 
+# Longer tags and aliases are not kept, with a warning: no name is that long, but a pasted
+# blob can look like one (and a database key holds at most a third of a page).
+MAX_NAME_CHARS = 256
+
 
 @dataclass(frozen=True)
 class ParsedNote:
@@ -49,12 +53,19 @@ def parse_note(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNote:
     )
     aliases = _unique(frontmatter_list(frontmatter, "aliases", "alias"))
     warnings = (f"frontmatter: {fm_error}",) if fm_error else front.warnings
+    too_long = [name for name in (*tags, *aliases) if len(name) > MAX_NAME_CHARS]
+    if too_long:
+        warnings = (
+            *warnings,
+            *(f"a tag or alias of {len(name)} characters is not kept (at most"
+              f" {MAX_NAME_CHARS}): {name[:40]}…" for name in too_long),
+        )  # fmt: skip
     return ParsedNote(
         title=title,
         frontmatter=frontmatter,
         frontmatter_error=fm_error,
-        tags=tuple(t for t in tags if t),
-        aliases=tuple(aliases),
+        tags=tuple(t for t in tags if t and len(t) <= MAX_NAME_CHARS),
+        aliases=tuple(a for a in aliases if len(a) <= MAX_NAME_CHARS),
         blocks=tuple(blocks),
         links=tuple(links),
         warnings=warnings,
