@@ -88,6 +88,12 @@ def test_any_text_is_counted_as_fts5_counts_it(batches):
         assert sum(segment.holding().values()) == segment.count == len(found)
 
 
+def test_every_ascii_character_splits_or_joins_as_fts5_s_tokenizer_does():
+    rows = [(f"ab{chr(c)}cd", None, f"x{chr(c)}{chr(c)}y z") for c in range(128)]
+    found, _ = analysed_counts(Analyser(sqlite3.connect(":memory:")), rows)
+    assert found == fts5_counts(rows)
+
+
 def test_the_blocks_of_some_notes_are_counted_apart():
     analyser = Analyser(sqlite3.connect(":memory:"))
     segment = analyser.analyse(
