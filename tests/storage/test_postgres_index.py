@@ -22,6 +22,7 @@ from vaultctx.search.query import QueryTokenizer, build_query
 from vaultctx.storage import Vault
 from vaultctx.storage.index_reads import SqliteReads
 from vaultctx.storage.postgres.postings import (
+    DEAD_KEYS,
     PLACE_BITS,
     POSITION_STRIDE,
     read_postings,
@@ -268,7 +269,7 @@ def database_postings(pg) -> dict[tuple[str, int], tuple[int, int, tuple, list]]
     rows = pg.execute(
         "SELECT term, segment, postings, positions FROM posting_lists", binary=True
     ).fetchall()
-    dead = pg.execute("SELECT segment, note_id FROM dead_notes").fetchall()
+    (dead,) = pg.execute(DEAD_KEYS, binary=True).fetchone()
     found = {}
     for term, postings in read_postings(rows, dead).items():
         places = postings.places

@@ -15,6 +15,7 @@ from vaultctx.storage.postgres.postings import (
     PLACE_BITS,
     POSITION_STRIDE,
     Analyser,
+    dead_key,
     read_postings,
 )
 
@@ -61,7 +62,7 @@ def analysed_counts(analyser: Analyser, rows):
         rows_back.append((fields[0].decode(), int.from_bytes(fields[1], "big"), *fields[2:]))
     assert len(rows_back) == len(segment.terms)
     found = {}
-    for term, postings in read_postings(rows_back, []).items():
+    for term, postings in read_postings(rows_back).items():
         for i, block in enumerate(postings.block.tolist()):
             assert postings.note[i] == 100 + block
             assert postings.ntok[i] == segment.ntok[block]
@@ -116,8 +117,15 @@ def test_dead_notes_postings_are_left_out_as_they_are_read():
         analysed = analyser.analyse([(b, None, None, "bees") for b, _ in blocks], dict(blocks))
         records = analysed.records.tobytes()
         rows.append(("bee", segment, records, analysed.positions.tobytes()))
-    live = read_postings(rows, [(1, 10)])["bee"]
+    live = read_postings(rows, tombstones((1, 10)))["bee"]
     assert live.block.tolist() == [2, 3] and live.note.tolist() == [20, 10]
     assert (live.places >> PLACE_BITS).tolist() == [2, 3]
-    assert read_postings(rows, [])["bee"].block.tolist() == [1, 2, 3]
-    assert np.array_equal(read_postings(rows, [(1, 10), (1, 20), (2, 10)])["bee"].block, [])
+    assert read_postings(rows)["bee"].block.tolist() == [1, 2, 3]
+    assert read_postings(rows, tombstones((2, 20), (3, 10)))["bee"].block.tolist() == [1, 2, 3]
+    gone = read_postings(rows, tombstones((1, 10), (1, 20), (2, 10)))["bee"]
+    assert np.array_equal(gone.block, [])
+
+
+def tombstones(*dead: tuple[int, int]) -> bytes:
+    """Tombstones as the database reads them (`DEAD_KEYS`)."""
+    return np.array(sorted(dead_key(s, n) for s, n in dead), dtype=">i8").tobytes()

@@ -45,6 +45,13 @@ _SEPARATORS = bytes.maketrans(
     bytes(c for c in range(128) if not chr(c).isalnum()), b" " * (128 - 62)
 )
 MAX_TERM_BYTES = 1000  # longer terms are keyed by a hash (`stored_term`)
+# Every tombstone (segment, note) as one sorted bytea of big-endian int64 keys, segment <<
+# NOTE_BITS | note: one row, read in the statement that reads the posting lists.
+NOTE_BITS = 40
+DEAD_KEYS = f"""
+SELECT coalesce(string_agg(int8send(segment::bigint << {NOTE_BITS} | note_id), ''::bytea
+                           ORDER BY segment, note_id), ''::bytea)
+FROM dead_notes"""
 _PIECES_KEPT = 2_000_000  # pieces an analyser remembers before it starts again
 _COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
 _COPY_TRAILER = b"\xff\xff"
@@ -254,16 +261,20 @@ class Postings:
         return weights[0] * tf[:, 0] + weights[1] * tf[:, 1] + weights[2] * tf[:, 2]
 
 
+def dead_key(segment: int, note: int) -> int:
+    """A tombstone as one int64, as `DEAD_KEYS` packs them."""
+    return (segment << NOTE_BITS) | note
+
+
 def read_postings(
-    rows: Sequence[tuple[str, int, bytes, bytes | None]],
-    dead: Collection[tuple[int, int]],
+    rows: Sequence[tuple[str, int, bytes, bytes | None]], dead: bytes = b""
 ) -> dict[str, Postings]:
     """Each term's postings from its rows (term, segment, postings, positions or None),
-    without those of `dead` (segment, note) pairs."""
+    without the tombstones' (`dead`: as `DEAD_KEYS` reads them)."""
     by_term: dict[str, list[tuple[int, bytes, bytes | None]]] = {}
     for term, segment, data, positions in rows:
         by_term.setdefault(term, []).append((segment, bytes(data), positions))
-    dead_keys = np.array(sorted((s << 40) | n for s, n in dead), dtype=np.int64)
+    dead_keys = np.frombuffer(dead, dtype=">i8").astype(np.int64)
     found: dict[str, Postings] = {}
     for term, parts in by_term.items():
         records = np.frombuffer(b"".join(part[1] for part in parts), dtype=RECORD)
@@ -273,7 +284,9 @@ def read_postings(
                 np.array([part[0] for part in parts], dtype=np.int64),
                 [len(part[1]) // RECORD.itemsize for part in parts],
             )
-            keep = ~np.isin((segments << 40) | records["note"].astype(np.int64), dead_keys)
+            keys = (segments << NOTE_BITS) | records["note"].astype(np.int64)
+            at = np.minimum(np.searchsorted(dead_keys, keys), len(dead_keys) - 1)
+            keep = dead_keys[at] != keys
         kept = records[keep]
         places = None
         if parts[0][2] is not None:

@@ -21,7 +21,14 @@ import numpy as np
 from ...errors import IndexUnavailable
 from ..index_reads import candidate_fields
 from ..lexical import FtsTerms, LexicalQuery
-from .postings import PLACE_BITS, POSITION_STRIDE, Postings, read_postings, stored_term
+from .postings import (
+    DEAD_KEYS,
+    PLACE_BITS,
+    POSITION_STRIDE,
+    Postings,
+    read_postings,
+    stored_term,
+)
 from .schema import connect, one_line
 
 # FTS5's bm25 (fts5_aux.c): k1, b, and the IDF of a term in more than half the rows.
@@ -32,11 +39,11 @@ IDF_FLOOR = 1e-6
 # Each share of a score is rounded to a multiple of 2^-40 (under 1e-12 of a score): a sum of
 # such numbers (below 2^13) is exact in whatever order it is added.
 _SCORE_GRID = float(2**40)
-# Query terms' posting lists and, in the same snapshot, the notes dead in their segments.
-_POSTING_LISTS = """
-SELECT term, segment, postings, {positions}, NULL::bigint FROM posting_lists WHERE term = ANY(%s)
-UNION ALL SELECT NULL, segment, NULL, NULL, note_id FROM dead_notes
-"""
+# Query terms' posting lists and, in the same snapshot, the tombstones (a last row).
+_POSTING_LISTS = (
+    "SELECT term, segment, postings, {positions} FROM posting_lists WHERE term = ANY(%s)"
+    " UNION ALL SELECT NULL, NULL, dead.keys, NULL FROM (" + DEAD_KEYS + ") AS dead (keys)"
+)
 
 
 # The blocks with a vector of one model (`%s`), and those vectors.
@@ -259,9 +266,9 @@ class PostgresReads:
         stored = {stored_term(term): term for term in terms}
         statement = _POSTING_LISTS.format(positions="positions" if places else "NULL::bytea")
         rows = self.query(statement, (sorted(stored),), binary=True)
+        (dead,) = [keys for term, _, keys, _ in rows if term is None]
         return read_postings(
-            [(stored[row[0]], *row[1:4]) for row in rows if row[0] is not None],
-            [(segment, note) for term, segment, _, _, note in rows if term is None],
+            [(stored[term], *rest) for term, *rest in rows if term is not None], dead
         )
 
     def _items_bm25(
