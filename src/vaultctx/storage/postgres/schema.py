@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import IndexCorrupt, IndexUnavailable
-from .postings import SEGMENT_NOTES
 
 
 def _m001_index() -> str:
@@ -240,8 +239,9 @@ def _m008_no_hnsw() -> str:
 
 def _m009_posting_lists() -> str:
     # The records as postings.RECORD and POSITION pack them (big-endian, as int8send and
-    # int4send write).
-    return f"""
+    # int4send write); the old notes in segments of 2,000 by id (SEGMENT_NOTES when this was
+    # written: a migration stays as it ran, whatever the setting becomes).
+    return """
         -- A row per term and segment of notes, its postings packed, not a row per term and
         -- block: a publish writes 50 times fewer rows.
         CREATE TABLE posting_lists (
@@ -262,9 +262,9 @@ def _m009_posting_lists() -> str:
             PRIMARY KEY (segment, note_id)
         );
         CREATE SEQUENCE segment_ids;
-        INSERT INTO segment_notes SELECT id, id / {SEGMENT_NOTES} FROM notes;
+        INSERT INTO segment_notes SELECT id, id / 2000 FROM notes;
         INSERT INTO posting_lists
-            SELECT p.term, p.note_id / {SEGMENT_NOTES},
+            SELECT p.term, p.note_id / 2000,
                    string_agg(int8send(p.block_id) || int8send(p.note_id) || int4send(p.ntok)
                               || int4send(p.tf_title) || int4send(p.tf_heading)
                               || int4send(p.tf_text), ''::bytea ORDER BY p.block_id),
@@ -272,7 +272,7 @@ def _m009_posting_lists() -> str:
                                                ''::bytea)
                                FROM unnest(p.positions) WITH ORDINALITY AS u (s, o)),
                               ''::bytea ORDER BY p.block_id)
-            FROM postings p GROUP BY p.term, p.note_id / {SEGMENT_NOTES};
+            FROM postings p GROUP BY p.term, p.note_id / 2000;
         SELECT setval('segment_ids', coalesce(max(segment), 0) + 1, false) FROM segment_notes;
         DROP TABLE postings;
     """
