@@ -193,11 +193,11 @@ def auto_workers() -> int:
 def read_all(jobs: Sequence[ReadJob], chunk_tokens: int, workers: int) -> Iterator[NoteRead]:
     """Read `jobs` in order, in `workers` processes when there are enough files to pay off.
 
-    Chunks of files go to whoever asks first: the workers, and this process while the
-    worker it waits on is still starting up. Once workers answer, this process only waits:
-    writing to SQLite is its real job, and the slower side. Results come back in `jobs`
-    order all the same. A worker that cannot start or dies is not an error: what it did not
-    deliver is read here.
+    Chunks of files go to whoever asks first: the workers, and this process whenever the
+    answer it needs next has not come (a worker starting up, or parsing slower than this
+    process writes: an index kept for a database writes no full text). Results come back
+    in `jobs` order all the same. A worker that cannot start or dies is not an error: what
+    it did not deliver is read here.
     """
     if workers < 1 or len(jobs) < PARALLEL_MIN_FILES or not python_can_start():
         for job in jobs:
@@ -220,9 +220,9 @@ def read_all(jobs: Sequence[ReadJob], chunk_tokens: int, workers: int) -> Iterat
                 if worker is None or worker.gone:
                     results = read_notes(chunk, chunk_tokens)
                     break
-                # Rather than wait for a worker still starting up, read a later chunk here.
-                starting = not worker.answered and len(read_here) < _CHUNKS_AHEAD
-                spare = plan.next_free(_HERE) if starting else None
+                # Rather than wait for a worker (starting up, or the slower side when the
+                # writes are light), read a later chunk here.
+                spare = plan.next_free(_HERE) if len(read_here) < _CHUNKS_AHEAD else None
                 if spare is not None:
                     read_here[spare] = read_notes(chunks[spare], chunk_tokens)
                 else:
@@ -282,7 +282,6 @@ class _Worker:
     ) -> None:
         self.number = number
         self.gone = False
-        self.answered = False  # has sent at least one answer
         self._answers: dict[int, list[NoteRead]] = {}
         self._in_flight = 0
         self._closed = False
@@ -342,7 +341,6 @@ class _Worker:
                 return
             with self._changed:
                 self._answers[index] = results
-                self.answered = True
                 self._changed.notify_all()
 
     def take(self, index: int) -> list[NoteRead] | None:
