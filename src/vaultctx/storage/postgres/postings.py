@@ -53,6 +53,9 @@ SELECT coalesce(string_agg(int8send(segment::bigint << {NOTE_BITS} | note_id), '
                            ORDER BY segment, note_id), ''::bytea)
 FROM dead_notes"""
 _PIECES_KEPT = 2_000_000  # pieces an analyser remembers before it starts again
+# Joins a row's cells: its 0xFF, never in UTF-8, is a piece of its own between them.
+_CELL_MARK = b"\xff"
+_CELL_JOIN = b" " + _CELL_MARK + b" "
 _COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
 _COPY_TRAILER = b"\xff\xff"
 
@@ -116,6 +119,20 @@ class SegmentRows:
         return out
 
 
+class _Numbering(dict[bytes, int]):
+    """Numbers keys at first sight (in one pass over a list, at C speed for those seen),
+    and lists the new ones."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.new: list[bytes] = []
+
+    def __missing__(self, key: bytes) -> int:
+        number = self[key] = len(self)
+        self.new.append(key)
+        return number
+
+
 class Analyser:
     """Counts the terms of full-text rows (block id, title, heading path, text; analysed as
     the indexer analyses them) as FTS5 counts them, with the index's tokenizer run on each
@@ -134,20 +151,22 @@ class Analyser:
         self._forget()
 
     def _forget(self) -> None:
-        self._piece_ids: dict[bytes, int] = {}
+        self._piece_ids = _Numbering()
+        self._piece_ids[_CELL_MARK] = 0  # a piece of no term: where a cell ends
         self._term_ids: dict[str, int] = {}
         self._terms: list[str] = []
-        self._starts = [0]  # piece i's terms are _flat[_starts[i]:_starts[i + 1]]
+        self._starts = [0, 0]  # piece i's terms are _flat[_starts[i]:_starts[i + 1]]
         self._flat: list[int] = []
 
     def _piece_numbers(self, pieces: list[bytes]) -> np.ndarray:
         """Each piece's number, the pieces not seen yet tokenized first."""
         if len(self._piece_ids) > _PIECES_KEPT:
             self._forget()
-        new = [piece for piece in dict.fromkeys(pieces) if piece not in self._piece_ids]
-        if new:
-            self._learn(new)
-        return np.array(list(map(self._piece_ids.__getitem__, pieces)), dtype=np.int64)
+        numbers = np.fromiter(map(self._piece_ids.__getitem__, pieces), np.int64, len(pieces))
+        if self._piece_ids.new:
+            self._learn(self._piece_ids.new)
+            self._piece_ids.new = []
+        return numbers
 
     def _learn(self, new: list[bytes]) -> None:
         found: dict[int, list[tuple[int, str]]] = {}
@@ -166,8 +185,7 @@ class Analyser:
             self.lite.execute("DELETE FROM temp.vx_pieces")
         finally:
             self.lite.execute("RELEASE vx_pieces")
-        for i, piece in enumerate(new):
-            self._piece_ids[piece] = len(self._piece_ids)
+        for i in range(len(new)):  # numbered in this order by _Numbering
             for _, term in sorted(found.get(i, ())):
                 term_id = self._term_ids.get(term)
                 if term_id is None:
@@ -182,14 +200,10 @@ class Analyser:
         note_of: Mapping[int, int],
     ) -> SegmentRows:
         """The postings of these rows (`note_of`: each block's note)."""
-        pieces: list[bytes] = []
-        lengths: list[int] = []  # pieces in each cell, three cells a row
-        for _, *cells in rows:
-            for value in cells:
-                found = value.encode().translate(_SEPARATORS).split() if value else []
-                pieces += found
-                lengths.append(len(found))
-        piece = self._piece_numbers(pieces)
+        # Every cell's pieces, a mark between two cells: three cells a row.
+        text = _CELL_JOIN.join(value.encode() if value else b"" for r in rows for value in r[1:])
+        piece = self._piece_numbers(text.translate(_SEPARATORS).split())
+        cells = 3 * len(rows)
         blocks = np.array([row[0] for row in rows], dtype=np.int64)
         notes = np.array([note_of[row[0]] for row in rows], dtype=np.int64)
         starts = np.asarray(self._starts, dtype=np.int64)
@@ -200,8 +214,8 @@ class Analyser:
         token_at = np.arange(tokens, dtype=np.int64)
         first = np.repeat(starts[piece] - (np.cumsum(per_piece) - per_piece), per_piece)
         term = flat[first + token_at]
-        cell = np.repeat(np.repeat(np.arange(len(lengths)), lengths), per_piece)
-        in_cell = np.bincount(cell, minlength=len(lengths))
+        cell = np.repeat(np.cumsum(piece == 0), per_piece)
+        in_cell = np.bincount(cell, minlength=cells)
         offset = token_at - (np.cumsum(in_cell) - in_cell)[cell]
         ntok = in_cell.reshape(-1, 3).sum(axis=1)
         # By term, then block, column and offset (the order tokens come in).
