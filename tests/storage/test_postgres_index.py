@@ -408,12 +408,14 @@ def test_restore_brings_the_index_back_without_embedding_again(example_vault, po
     elsewhere = copy_vault(example_vault, example_vault.parent / "elsewhere")
     moved = Vault.open(elsewhere)
     with connect(postgres_url) as pg:
-        assert restore(pg, moved.db, None) == len(before["notes"])
+        assert restore(pg, moved.db) == len(before["notes"])
     assert {t: lite_rows(moved, t, c) for t, c in COMPARED.items()} == before
     assert lite_rows(moved, "embeddings", "model, hash, vector") == vectors
+    moved.close()
+    moved = Vault.open(elsewhere)  # read here: the full-text table, left empty, is made
+    assert_same_full_text(moved)
     report = moved.index()
     assert report.embedded == 0 and not report.changed
-    assert_same_full_text(moved)
     moved.close()
 
 
@@ -431,14 +433,14 @@ def test_another_index_catches_up_before_it_publishes(example_vault, postgres_ur
         publish(first.db, pg, None)
         elsewhere = copy_vault(example_vault, example_vault.parent / "second-host")
         second = Vault.open(elsewhere)
-        assert catch_up(second.db, pg, None)
-        assert not catch_up(second.db, pg, None)  # it is now the index last published
+        assert catch_up(second.db, pg)
+        assert not catch_up(second.db, pg)  # it is now the index last published
         (elsewhere / "From the second host.md").write_text("Written on another machine.\n")
         second.index()
         report = publish(second.db, pg, None)
         assert not report.full and report.notes_written == 1
         assert_database_matches(second, pg)
-        assert catch_up(first.db, pg, None)  # the first host's index is behind now
+        assert catch_up(first.db, pg)  # the first host's index is behind now
     first.close()
     second.close()
 

@@ -3,10 +3,12 @@ index: `index` publishes there, select, related and the graph context read from 
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from conftest import assert_full_text_matches_blocks
 from vaultctx import Workspace
 from vaultctx.storage.postgres.reads import PostgresReads
 
@@ -94,6 +96,37 @@ def test_a_saved_note_is_searchable_from_the_database_after_the_next_index(
         report = ws.index()
         assert report.published["notes_written"] == 1 and not report.published["full"]
         assert ws.select("quokka", k=3).candidates[0].path == "Quokka.md"
+
+
+def full_text_terms(index: Path) -> int:
+    conn = sqlite3.connect(index)
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, blocks_fts, row)")
+        (terms,) = conn.execute("SELECT count(*) FROM temp.terms").fetchone()
+        return terms
+    finally:
+        conn.close()
+
+
+def test_an_index_kept_for_a_database_has_no_full_text_until_it_is_read_here(
+    example_vault: Path, postgres_url, embedder
+):
+    """With database_url the SQLite index is what the database is published from, read
+    from there: its FTS5 table is not kept (the database has postings of its own). Opened
+    without one, the vault makes it, and selects what the database selected."""
+    kept = {"index_dir": str(example_vault.parent / "kept-index")}
+    settings = {**kept, "database_url": postgres_url}
+    with Workspace.open(example_vault, settings, embedder=embedder) as ws:
+        ws.index()
+        (example_vault / "Quokka.md").write_text("# Quokka\n\nA quokka visits the apiary.\n")
+        next(example_vault.rglob("Varroa*.md")).unlink()
+        report = ws.index()
+        assert report.published["notes_written"] == 1 and report.published["notes_deleted"] == 1
+        assert full_text_terms(ws.db.path) == 0
+        published = selected(ws)
+    with Workspace.open(example_vault, kept, embedder=embedder) as back:
+        assert_full_text_matches_blocks(back.db.path)
+        assert selected(back) == published
 
 
 def test_the_cli_moves_an_index_to_postgresql_and_back(example_vault: Path, postgres_url):

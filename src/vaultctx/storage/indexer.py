@@ -30,6 +30,8 @@ Progress = Callable[[str, int, int], None]
 _WRITE_BATCH = 200
 _BULK_FILES = 1000  # from this many files to read, checkpoint once after text and links
 _EMBED_BATCH = 256
+# Meta key and value of an index whose full-text table is left empty (`Indexer`'s `fulltext`).
+FULLTEXT_KEY, FULLTEXT_OFF = "fulltext", "off"
 # A note's language for the full-text index: the vault's `language` setting, or its own.
 _LANGUAGE = "COALESCE(:language, NULLIF(n.language, ''))"
 # The full-text row of each block, analysed in its note's language (also what sync.py publishes).
@@ -91,11 +93,15 @@ class Indexer:
         progress: Progress | None = None,
         workers: int | None = None,
         language: str | None = None,
+        fulltext: bool = True,
     ) -> None:
         """`language` is the vault's `language` setting: every note is read as written in
-        it; None reads each note's own."""
+        it; None reads each note's own. `fulltext=False` leaves the full-text table empty:
+        an index published to a database (`database_url`) is read there, from postings of
+        its own, so FTS5's would be work for nothing (`build_fulltext` makes it again)."""
         self.root = root
         self.language = language
+        self.fulltext = fulltext
         self.db = db
         self.chunk_tokens = chunk_tokens
         self.embedder = embedder
@@ -196,33 +202,37 @@ class Indexer:
             IndexDatabase.set_meta(wconn, "last_indexed", f"{time.time():.3f}")
 
     def _analyse_index(self) -> bool:
-        """Bring the full-text index to this analysis (`language.ANALYSIS`) and language
-        setting when it was built with others: every note's language is read from its indexed
-        text (no file is read), then every block is analysed again, in one transaction.
-        True when it ran."""
+        """Bring the index to this analysis (`language.ANALYSIS`) and language setting when
+        it was built with others: every note's language is read from its indexed text (no
+        file is read), then the full-text table is made again, in one transaction; and
+        make or empty that table as `fulltext` asks. True when what the index answers changed."""
         analysis = f"{ANALYSIS}; language {self.language or 'per note'}"
         previous = self.db.get_meta("analysis")  # this run holds the writer lock
-        if previous == analysis:
+        built = self.db.get_meta(FULLTEXT_KEY) != FULLTEXT_OFF
+        if previous == analysis and built == self.fulltext:
             return False
         with self.db.transaction() as conn:
-            if previous is not None:  # read by an older detector
-                conn.execute("UPDATE notes SET language = NULL")
-            unread = conn.execute(
-                "SELECT id, title, (SELECT group_concat(text, char(10)) FROM"
-                " (SELECT text FROM blocks WHERE note_id = notes.id ORDER BY ordinal))"
-                " FROM notes WHERE language IS NULL"
-            ).fetchall()
-            conn.executemany(
-                "UPDATE notes SET language = ? WHERE id = ?",
-                [(note_language(title, [text or ""]), i) for i, title, text in unread],
-            )
-            conn.execute("INSERT INTO blocks_fts(blocks_fts) VALUES ('delete-all')")
-            conn.execute(
-                f"INSERT INTO blocks_fts(rowid, title, heading_path, text) SELECT {FTS_VALUES}",
-                {"language": self.language},
-            )
-            IndexDatabase.set_meta(conn, "analysis", analysis)
-        return bool(unread) or self._has_blocks()
+            unread = []
+            if previous != analysis:
+                if previous is not None:  # read by an older detector
+                    conn.execute("UPDATE notes SET language = NULL")
+                unread = conn.execute(
+                    "SELECT id, title, (SELECT group_concat(text, char(10)) FROM"
+                    " (SELECT text FROM blocks WHERE note_id = notes.id ORDER BY ordinal))"
+                    " FROM notes WHERE language IS NULL"
+                ).fetchall()
+                conn.executemany(
+                    "UPDATE notes SET language = ? WHERE id = ?",
+                    [(note_language(title, [text or ""]), i) for i, title, text in unread],
+                )
+                IndexDatabase.set_meta(conn, "analysis", analysis)
+            if self.fulltext:
+                build_fulltext(conn, self.language)
+            else:
+                conn.execute("INSERT INTO blocks_fts(blocks_fts) VALUES ('delete-all')")
+                IndexDatabase.set_meta(conn, FULLTEXT_KEY, FULLTEXT_OFF)
+        rebuilt = previous != analysis or (self.fulltext and not built)
+        return rebuilt and (bool(unread) or self._has_blocks())
 
     def _has_blocks(self) -> bool:
         return self.db.connect().execute("SELECT 1 FROM blocks LIMIT 1").fetchone() is not None
@@ -267,7 +277,7 @@ class Indexer:
             for path in deleted:
                 row = conn.execute("SELECT id FROM notes WHERE path = ?", (path,)).fetchone()
                 if row:
-                    _delete_blocks(conn, row[0], self.language)
+                    self._delete_blocks(conn, row[0])
                     conn.execute("DELETE FROM notes WHERE id = ?", (row[0],))
             conn.executemany(
                 "UPDATE notes SET mtime_ns = ?, size = ? WHERE id = ?",
@@ -299,11 +309,12 @@ class Indexer:
                 else:
                     report.updated += 1
             rows.insert(conn)
-            conn.execute(
-                "INSERT INTO blocks_fts(rowid, title, heading_path, text)"
-                f" SELECT {FTS_VALUES} WHERE b.id > :first",
-                {"language": self.language, "first": last_block_id},
-            )
+            if self.fulltext:
+                conn.execute(
+                    "INSERT INTO blocks_fts(rowid, title, heading_path, text)"
+                    f" SELECT {FTS_VALUES} WHERE b.id > :first",
+                    {"language": self.language, "first": last_block_id},
+                )
             if pending or deleted:
                 IndexDatabase.set_meta(conn, "links_dirty", "1")
         return names_changed
@@ -330,7 +341,7 @@ class Indexer:
             assert note_id is not None
             return note_id
         # Its blocks leave the full-text index as they were analysed: in its old language.
-        _delete_blocks(conn, item.note_id, self.language)
+        self._delete_blocks(conn, item.note_id)
         conn.execute(
             "UPDATE notes SET path = ?, title = ?, mtime_ns = ?, size = ?, content_hash = ?,"
             " frontmatter = ?, problems = ?, indexed_at = ?, language = ? WHERE id = ?",
@@ -340,6 +351,17 @@ class Indexer:
             column = "source_id" if table == "links" else "note_id"
             conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (item.note_id,))
         return item.note_id
+
+    def _delete_blocks(self, conn: sqlite3.Connection, note_id: int) -> None:
+        """Remove a note's blocks and their full-text entries (blocks_fts has no triggers):
+        the entries are removed by the same analysed values they were added with."""
+        if self.fulltext:
+            conn.execute(
+                "INSERT INTO blocks_fts(blocks_fts, rowid, title, heading_path, text)"
+                f" SELECT 'delete', {FTS_VALUES} WHERE b.note_id = :note",
+                {"language": self.language, "note": note_id},
+            )
+        conn.execute("DELETE FROM blocks WHERE note_id = ?", (note_id,))
 
     # --- links ---------------------------------------------------------------------------
 
@@ -460,15 +482,15 @@ class _BatchRows:
         )
 
 
-def _delete_blocks(conn: sqlite3.Connection, note_id: int, language: str | None) -> None:
-    """Remove a note's blocks and their full-text entries (blocks_fts has no triggers): the
-    entries are removed by the same analysed values they were added with."""
+def build_fulltext(conn: sqlite3.Connection, language: str | None) -> None:
+    """Make the full-text table again from every block (`language`: the vault's setting),
+    in the caller's transaction."""
+    conn.execute("INSERT INTO blocks_fts(blocks_fts) VALUES ('delete-all')")
     conn.execute(
-        "INSERT INTO blocks_fts(blocks_fts, rowid, title, heading_path, text)"
-        f" SELECT 'delete', {FTS_VALUES} WHERE b.note_id = :note",
-        {"language": language, "note": note_id},
+        f"INSERT INTO blocks_fts(rowid, title, heading_path, text) SELECT {FTS_VALUES}",
+        {"language": language},
     )
-    conn.execute("DELETE FROM blocks WHERE note_id = ?", (note_id,))
+    conn.execute("DELETE FROM meta WHERE key = ?", (FULLTEXT_KEY,))
 
 
 class LinkResolver:

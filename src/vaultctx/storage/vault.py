@@ -22,7 +22,7 @@ from .db import IndexDatabase, WriterLock
 from .embeddings import Embedder
 from .graph import build_graph
 from .index_reads import IndexReads, SqliteReads
-from .indexer import Indexer, IndexReport, Progress
+from .indexer import FULLTEXT_KEY, FULLTEXT_OFF, Indexer, IndexReport, Progress, build_fulltext
 from .watch import WATCH_ERROR_KEY, VaultWatcher
 
 if TYPE_CHECKING:
@@ -80,17 +80,31 @@ class Vault:
         # the SQLite index, or the PostgreSQL database it is published to.
         self._owns_reads = reads is None
         if reads is None:
-            reads = (
-                SqliteReads(db)
-                if config.database_url is None
-                else _postgres_reads(config.database_url)
-            )
+            if config.database_url is None:
+                self._make_fulltext()
+                reads = SqliteReads(db)
+            else:
+                reads = _postgres_reads(config.database_url)
         self.reads: IndexReads = reads
         self.embedder = embedder
         self._write_lock = threading.Lock()
         self._graph_cache: tuple[str | None, nx.DiGraph] | None = None
         self._watchers: list[VaultWatcher] = []
         self._seat: IndexerSeat | None = None  # with a database_url, once this one indexes
+
+    def _make_fulltext(self) -> None:
+        """An index last written for a database (`database_url`) has an empty full-text
+        table: read here, it is made now, once (or by the process indexing, if one is)."""
+        if self.db.get_meta(FULLTEXT_KEY) != FULLTEXT_OFF:
+            return
+        lock = WriterLock(self.db.path.parent / "index.lock")
+        if lock.try_acquire() is not None:
+            return
+        try:
+            with self.db.transaction() as conn:
+                build_fulltext(conn, self.config.language)
+        finally:
+            lock.release()
 
     @classmethod
     def open(
@@ -143,6 +157,7 @@ class Vault:
                 progress=progress,
                 workers=self.config.index_workers,
                 language=self.config.language,
+                fulltext=self.config.database_url is None,
             )
             if self.config.database_url is None:
                 return indexer.run(paths)
@@ -160,10 +175,9 @@ class Vault:
         if self._seat is None:
             self._seat = IndexerSeat(url)
         pg = self._seat.take()
-        language = self.config.language
-        catch_up(self.db, pg, language)
+        catch_up(self.db, pg)
         report = indexer.run(paths)
-        report.published = asdict(publish(self.db, pg, language))
+        report.published = asdict(publish(self.db, pg, self.config.language))
         return report
 
     @property
@@ -206,7 +220,7 @@ class Vault:
         if self._seat is None:
             self._seat = IndexerSeat(self.config.database_url)
         with self._write_lock, WriterLock(self.db.path.parent / "index.lock"):
-            return restore(self._seat.take(), self.db, self.config.language)
+            return restore(self._seat.take(), self.db)
 
     @property
     def generation(self) -> str | None:

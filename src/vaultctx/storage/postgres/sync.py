@@ -26,7 +26,7 @@ import numpy as np
 
 from ...errors import IndexLocked
 from ..db import IndexDatabase
-from ..indexer import FTS_VALUES
+from ..indexer import FTS_VALUES, FULLTEXT_KEY, FULLTEXT_OFF
 from ..language import analyse
 from .postings import SEGMENT_NOTES, Analyser, SegmentRows
 from .schema import connect
@@ -47,7 +47,7 @@ _COPY_POSTING_LISTS = (
     "COPY posting_lists (term, segment, postings, positions) FROM STDIN (FORMAT BINARY)"
 )
 # Meta keys that describe one SQLite file, not the index's content.
-_LOCAL_META = frozenset({"index_id", "links_dirty", "published_generation"})
+_LOCAL_META = frozenset({"index_id", "links_dirty", "published_generation", FULLTEXT_KEY})
 # What a note has besides its row, by the column naming the note.
 _NOTE_PARTS = (("blocks", "note_id"), ("links", "source_id"), ("tags", "note_id"),
                ("aliases", "note_id"))  # fmt: skip
@@ -424,7 +424,7 @@ def _copy(pg: Any, table: str, columns: Sequence[str], rows: Sequence[Sequence[A
             copy.write_row(row)
 
 
-def catch_up(db: IndexDatabase, pg: Any, language: str | None) -> bool:
+def catch_up(db: IndexDatabase, pg: Any) -> bool:
     """Before indexing: when the database holds an index this SQLite index did not publish
     last (another host indexed since, or never this one), restore it here first, so the
     indexer goes on from the database's content and ids. True when it did."""
@@ -435,15 +435,14 @@ def catch_up(db: IndexDatabase, pg: Any, language: str | None) -> bool:
         "published_generation"
     ):
         return False
-    restore(pg, db, language)
+    restore(pg, db)
     return True
 
 
-def restore(pg: Any, db: IndexDatabase, language: str | None) -> int:
-    """Replace the SQLite index's content with the database's, vectors included; the
-    full-text index is rebuilt from the blocks as the indexer builds it (`language`: the
-    vault's language setting). The SQLite index then counts as the one the database was
-    published from. Notes restored."""
+def restore(pg: Any, db: IndexDatabase) -> int:
+    """Replace the SQLite index's content with the database's, vectors included, its
+    full-text table left empty (made when the index is read here: `Vault`). The SQLite
+    index then counts as the one the database was published from. Notes restored."""
     tables = (
         ("notes", NOTE_COLUMNS),
         ("blocks", BLOCK_COLUMNS),
@@ -473,12 +472,7 @@ def restore(pg: Any, db: IndexDatabase, language: str | None) -> int:
                     [(m, h, v.to_numpy().astype(np.float32).tobytes()) for m, h, v in rows],
                 )
         meta = dict(pg.execute("SELECT key, value FROM meta").fetchall())
-        lite.execute(
-            f"INSERT INTO blocks_fts(rowid, title, heading_path, text) SELECT {FTS_VALUES}".replace(
-                ":language", "?"
-            ),
-            (language, language, language),
-        )
+        IndexDatabase.set_meta(lite, FULLTEXT_KEY, FULLTEXT_OFF)
         for key, value in meta.items():
             if key not in ("published_from", "lexical_rows", "lexical_tokens"):
                 IndexDatabase.set_meta(lite, key, value)
