@@ -396,6 +396,33 @@ def test_a_token_too_long_for_a_key_is_published_and_found(example_vault, postgr
     vault.close()
 
 
+def test_a_note_at_a_path_too_long_for_a_key_is_published_and_found(example_vault, postgres_url):
+    """Twelve folders of 250 letters make a path of 3,000 bytes, past what a btree key holds
+    (2,704): the database keeps paths unique by their hash, and finds the note by its path
+    as SQLite does."""
+    letters = random.Random(2)
+    folder = example_vault
+    for _ in range(12):
+        folder /= "".join(letters.choices("abcdefghijklmnopqrstuvwxyz", k=250))
+    folder.mkdir(parents=True)
+    (folder / "Deep.md").write_text("# Deep\n\nA note about wombats, far down.\n")
+    path = (folder / "Deep.md").relative_to(example_vault).as_posix()
+    vault = Vault.open(example_vault)
+    vault.index()
+    with connect(postgres_url) as pg:
+        publish(vault.db, pg, None)
+        assert_database_matches(vault, pg)
+        pg.execute("SET enable_seqscan = off")  # as on a table too big to read through
+        (plan,) = pg.execute("EXPLAIN SELECT id FROM notes WHERE path = %s", (path,)).fetchone()
+        assert "notes_path" in plan  # found by its hash
+    reads = (None, SqliteReads(vault.db), PostgresReads(postgres_url))
+    found = reads[2].find_note("path", path, False)
+    assert found is not None and found == reads[1].find_note("path", path, False)
+    assert_same_ranking(reads, "wombats")
+    reads[2].close()
+    vault.close()
+
+
 def test_restore_brings_the_index_back_without_embedding_again(example_vault, postgres_url):
     vault = Vault.open(example_vault)
     vault.index()

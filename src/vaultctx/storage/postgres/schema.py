@@ -278,6 +278,17 @@ def _m009_posting_lists() -> str:
     """
 
 
+def _m010_paths_by_hash() -> str:
+    return """
+        -- A path is kept unique by its hash, not in a btree: a btree key holds 2,704 bytes,
+        -- and one note in a deep enough folder failed every publish. Deferred as before;
+        -- the hash index finds a note by its path.
+        ALTER TABLE notes DROP CONSTRAINT notes_path,
+            ADD CONSTRAINT notes_path EXCLUDE USING hash (path WITH =)
+                DEFERRABLE INITIALLY DEFERRED;
+    """
+
+
 MIGRATIONS: list[Callable[[], str]] = [
     _m001_index,
     _m002_team,
@@ -288,6 +299,7 @@ MIGRATIONS: list[Callable[[], str]] = [
     _m007_requests_by_arrival,
     _m008_no_hnsw,
     _m009_posting_lists,
+    _m010_paths_by_hash,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 # Every vaultctx migrating one database takes this lock first: one migrates, the others wait.
