@@ -17,18 +17,22 @@ vaults of `--sizes` notes (default `--notes` and 10,000, the headline) and a lon
 `--notes`/2, each indexed from scratch without embeddings into a fresh SQLite index (T_sqlite)
 and, alternately, into a fresh SQLite index with `database_url` set to a fresh database (T_pg:
 the SQLite indexing and the publish, whose own time the publish report gives): T_pg / T_sqlite
-(≤ 1.5). Then, on each, re-indexing both ways with nothing changed and after editing 1 % of
-the notes.
+(≤ 1.5), and the CPU time each way takes (PostgreSQL's processes counted): divided by the
+cores, the least time the PostgreSQL path could take on this machine. Then, on each,
+re-indexing both ways with nothing changed and after editing 1 % of the notes.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,7 +41,7 @@ from synthvault import edit_note, generate_vault
 
 offline_env()
 
-from vaultctx import Embedder, Workspace  # noqa: E402
+from vaultctx import Embedder, IndexReport, Workspace  # noqa: E402
 from vaultctx.storage.blocks import estimate_tokens  # noqa: E402
 from vaultctx.storage.reader import auto_workers, embed_input  # noqa: E402
 
@@ -162,6 +166,26 @@ PG_TARGET = 1.5  # T_pg / T_sqlite, text part from scratch (issue 29)
 HEADLINE_NOTES = 10_000
 
 
+@dataclass
+class IndexRun:
+    """One `index()`: its wall time, and the CPU time it took in this process and its parse
+    workers (`cpu_here`) and in PostgreSQL's processes (`cpu_server`)."""
+
+    seconds: float
+    report: IndexReport
+    cpu_here: float
+    cpu_server: float
+
+
+def process_cpu() -> float:
+    """CPU seconds of this process and of its ended children (parse workers end with a run)."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 class BackendPair:
     """One vault with two indexes beside it, one SQLite only and one publishing to a
     database of the throwaway server, so each can be indexed again after the vault changes."""
@@ -186,39 +210,51 @@ class BackendPair:
             self.server.drop_database(self.database)
             self.database = self.url = None
 
-    def index_sqlite(self):
-        """(seconds, report) of `index(embed=False)` into the SQLite-only index."""
-        with Workspace.open(self.root, {"index_dir": str(self.lite_dir)}) as ws:
-            started = time.perf_counter()
-            report = ws.index(embed=False)
-            return time.perf_counter() - started, report
+    def index_sqlite(self) -> IndexRun:
+        """`index(embed=False)` into the SQLite-only index."""
+        return self._index({"index_dir": str(self.lite_dir)})
 
-    def index_postgres(self):
-        """(seconds, report) of `index(embed=False)` publishing to the database: connecting,
-        the SQLite indexing and the publish (`report.published`)."""
-        config = {"index_dir": str(self.pg_dir), "database_url": self.url}
+    def index_postgres(self) -> IndexRun:
+        """`index(embed=False)` publishing to the database: connecting, the SQLite indexing
+        and the publish (`report.published`)."""
+        return self._index({"index_dir": str(self.pg_dir), "database_url": self.url})
+
+    def _index(self, config: dict) -> IndexRun:
         with Workspace.open(self.root, config) as ws:
+            here, server = process_cpu(), self.server.cpu_seconds()
             started = time.perf_counter()
             report = ws.index(embed=False)
-            return time.perf_counter() - started, report
+            seconds = time.perf_counter() - started
+            return IndexRun(
+                seconds, report, process_cpu() - here, self.server.cpu_seconds() - server
+            )
 
 
 def backend_scratch(pair: BackendPair, label: str, runs: int = 3) -> dict:
     """Index from scratch both ways, alternating, `runs` times; medians. The last run's
     indexes and database stay for the incremental runs."""
     lite, pg, publish, local = [], [], [], []
+    cpu_lite, cpu_here, cpu_server = [], [], []
     for _ in range(runs):
         pair.fresh()
-        seconds, lite_report = pair.index_sqlite()
-        lite.append(seconds)
-        seconds, pg_report = pair.index_postgres()
-        pg.append(seconds)
-        published = pg_report.published
-        assert published is not None and published["notes_written"] == lite_report.added
+        lite_run = pair.index_sqlite()
+        lite.append(lite_run.seconds)
+        cpu_lite.append(lite_run.cpu_here + lite_run.cpu_server)
+        pg_run = pair.index_postgres()
+        pg.append(pg_run.seconds)
+        cpu_here.append(pg_run.cpu_here)
+        cpu_server.append(pg_run.cpu_server)
+        published = pg_run.report.published
+        assert published is not None and published["notes_written"] == lite_run.report.added
         publish.append(published["elapsed_ms"] / 1000)
         local.append(pg[-1] - publish[-1])
+    lite_report = lite_run.report
     notes = lite_report.added
     t_lite, t_pg, t_pub, t_local = (statistics.median(x) for x in (lite, pg, publish, local))
+    c_lite, c_here, c_server = (statistics.median(x) for x in (cpu_lite, cpu_here, cpu_server))
+    cores = len(os.sched_getaffinity(0))
+    # Even with every core busy all the way, the PostgreSQL path takes its CPU time / cores.
+    floor = (c_here + c_server) / cores
     print(
         f"{label}: {notes} notes, {lite_report.blocks_written} blocks, "
         f"{published['postings']:,} postings (median of {runs})\n"
@@ -227,7 +263,11 @@ def backend_scratch(pair: BackendPair, label: str, runs: int = 3) -> dict:
         f"  PostgreSQL {t_pg:6.2f} s (runs {', '.join(f'{t:.2f}' for t in pg)}) → "
         f"{notes / t_pg:,.0f} notes/s, of which publish {t_pub:.2f} s "
         f"(runs {', '.join(f'{t:.2f}' for t in publish)}), the rest (SQLite) {t_local:.2f} s\n"
-        f"  T_pg / T_sqlite {t_pg / t_lite:.2f}"
+        f"  T_pg / T_sqlite {t_pg / t_lite:.2f}\n"
+        f"  CPU time (median): SQLite {c_lite:.1f} s ({c_lite / t_lite / cores:.0%} of {cores}"
+        f" cores); PostgreSQL {c_here + c_server:.1f} s: {c_here:.1f} s here and in the parse"
+        f" workers, {c_server:.1f} s in the server. On {cores} cores that is no less than"
+        f" {floor:.2f} s, {floor / t_lite:.2f} × T_sqlite, were every core busy all the way"
     )
     return {
         "notes": notes,
@@ -239,6 +279,10 @@ def backend_scratch(pair: BackendPair, label: str, runs: int = 3) -> dict:
         "sqlite_notes_per_s": notes / t_lite,
         "pg_notes_per_s": notes / t_pg,
         "ratio": t_pg / t_lite,
+        "sqlite_cpu_s": c_lite,
+        "pg_cpu_here_s": c_here,
+        "pg_cpu_server_s": c_server,
+        "pg_floor_ratio": floor / t_lite,
     }
 
 
@@ -253,14 +297,15 @@ def backend_incremental(pair: BackendPair, notes: int, rounds: int = 3) -> dict:
                 for i in range(edits):
                     edit_note(pair.root, (round_ + i * 100) % notes, seed=round_ + 1)
             expected = edits if case == "edit" else 0
-            seconds, report = pair.index_sqlite()
-            assert report.updated == expected, report
-            times.setdefault(f"{case}_sqlite", []).append(seconds)
-            seconds, report = pair.index_postgres()
-            assert report.updated == expected and report.published is not None, report
-            assert report.published["notes_written"] == expected, report.published
-            times.setdefault(f"{case}_pg", []).append(seconds)
-            times.setdefault(f"{case}_publish", []).append(report.published["elapsed_ms"] / 1000)
+            run = pair.index_sqlite()
+            assert run.report.updated == expected, run.report
+            times.setdefault(f"{case}_sqlite", []).append(run.seconds)
+            run = pair.index_postgres()
+            published = run.report.published
+            assert run.report.updated == expected and published is not None, run.report
+            assert published["notes_written"] == expected, published
+            times.setdefault(f"{case}_pg", []).append(run.seconds)
+            times.setdefault(f"{case}_publish", []).append(published["elapsed_ms"] / 1000)
     ms = {f"{key}_ms": statistics.median(values) * 1000 for key, values in times.items()}
     for case, what in (("unchanged", "nothing changed"), ("edit", f"{edits} notes edited")):
         print(

@@ -206,6 +206,24 @@ class EmbeddedPostgres:
             shutil.rmtree(self.base, ignore_errors=True)
             self.base = None
 
+    def cpu_seconds(self) -> float:
+        """CPU time the server's processes have used so far: the postmaster's own, its running
+        children's (backends, WAL writer, checkpointer...) and its ended children's, which it
+        reaped. Read from /proc: on a system without it, 0."""
+        try:
+            postmaster = int((self.data_dir / "postmaster.pid").read_text().split()[0])
+            ticks = 0
+            for stat in Path("/proc").glob("[0-9]*/stat"):
+                with contextlib.suppress(OSError):  # a process that ended meanwhile
+                    fields = stat.read_text().rsplit(")", 1)[1].split()
+                    if int(fields[1]) == postmaster:  # its parent
+                        ticks += int(fields[11]) + int(fields[12])
+            fields = Path(f"/proc/{postmaster}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+        except (OSError, ValueError, IndexError):
+            return 0.0
+        return ticks / os.sysconf("SC_CLK_TCK")
+
     def pause(self) -> None:
         """Stop the server, keeping its data: a database restarting, as clients see it."""
         self._run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "stop")

@@ -7,7 +7,10 @@ checked that they are installed (and skipped, with VAULTCTX_TEST_POSTGRES=option
 
 from __future__ import annotations
 
+import os
 import socket
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -44,6 +47,30 @@ def test_server_settings_are_the_fast_ones(postgres_url: str) -> None:
         assert conn.execute("SHOW fsync").fetchone() == ("off",)
         assert conn.execute("SHOW max_connections").fetchone() == ("100",)
         assert conn.execute("SHOW listen_addresses").fetchone() == ("",)
+
+
+def test_cpu_seconds_count_the_work_of_a_backend_that_has_ended(
+    postgres_server: EmbeddedPostgres, postgres_url: str
+) -> None:
+    """What index_bench charges to PostgreSQL: a connection's backend ends with it, and its
+    CPU time must still count (the postmaster reaped it)."""
+    import psycopg
+
+    def backend_cpu(pid: int) -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    before = postgres_server.cpu_seconds()
+    with psycopg.connect(postgres_url) as conn:
+        (pid,) = conn.execute("SELECT pg_backend_pid()").fetchone()
+        conn.execute("SELECT count(DISTINCT md5(i::text)) FROM generate_series(1, 600000) i")
+        spent_by_backend = backend_cpu(pid)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the backend ends once its client has gone
+    assert not Path(f"/proc/{pid}").exists()
+    assert spent_by_backend >= 0.1  # hashing and sorting 600,000 strings
+    assert postgres_server.cpu_seconds() - before >= spent_by_backend - 0.02
 
 
 def test_databases_are_isolated(postgres_server: EmbeddedPostgres) -> None:
