@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, settings
 from vaultctx import Embedder, EmbeddingUnavailable, Workspace
 from vaultctx.storage.language import analyse
 from vaultctx.storage.lexical import FTS_TOKENIZER
+from vaultctx.storage.migrations import UNPUBLISHED_TABLES
 
 # Shared CI machines are slow and uneven: property tests judge correctness, never speed.
 settings.register_profile(
@@ -195,8 +196,15 @@ def assert_full_text_matches_blocks(db_path: Path) -> None:
 
 
 def pretend_schema(conn: sqlite3.Connection, version: int) -> None:
-    """Make an index look as schema `version` left it: its number, and no column a later
-    migration added."""
+    """Make an index look as schema `version` left it: its number, and no column, table or
+    trigger a later migration added."""
+    if version < 9:
+        for (trigger,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%unpublished%'"
+        ).fetchall():
+            conn.execute(f"DROP TRIGGER {trigger}")
+        for table in UNPUBLISHED_TABLES:
+            conn.execute(f"DROP TABLE {table}")
     if version < 8:
         conn.execute("ALTER TABLE notes DROP COLUMN language")
     conn.execute(f"PRAGMA user_version = {version}")

@@ -5,6 +5,7 @@ as they are. On a real PostgreSQL (tests/pg_server.py) and real SQLite index fil
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import re
 import threading
@@ -21,6 +22,7 @@ from vaultctx.errors import IndexLocked, IndexUnavailable
 from vaultctx.search.query import QueryTokenizer, build_query
 from vaultctx.storage import Vault
 from vaultctx.storage.index_reads import SqliteReads
+from vaultctx.storage.migrations import CHANGES_LOGGED
 from vaultctx.storage.postgres.postings import (
     DEAD_KEYS,
     PLACE_BITS,
@@ -297,6 +299,25 @@ def assert_database_matches(vault: Vault, pg) -> None:
     assert dict(pg.execute("SELECT term, df FROM term_df").fetchall()) == holding
     ntok = {block: count for (_, block), (_, count, _, _) in postings.items()}
     assert {b: n for b, n in pg.execute("SELECT id, ntok FROM blocks") if n} == ntok
+    totals = pg.execute(
+        "SELECT value FROM meta WHERE key IN ('lexical_rows', 'lexical_tokens') ORDER BY key"
+    ).fetchall()
+    rows, tokens = pg.execute("SELECT count(*), coalesce(sum(ntok), 0) FROM blocks").fetchone()
+    assert [value for (value,) in totals] == [str(rows), str(tokens)]  # bm25's totals
+
+
+def logged_changes(vault: Vault) -> dict[str, list]:
+    """What the SQLite index logged as changed since its last publish."""
+    conn = vault.db.connect()
+    return {
+        "notes": [i for (i,) in conn.execute("SELECT id FROM unpublished_notes ORDER BY id")],
+        "links": [i for (i,) in conn.execute("SELECT id FROM unpublished_links ORDER BY id")],
+        "vectors": conn.execute("SELECT model, hash FROM unpublished_vectors").fetchall(),
+        "logging": vault.db.get_meta(CHANGES_LOGGED) is not None,
+    }
+
+
+NOTHING_LOGGED = {"notes": [], "links": [], "vectors": [], "logging": True}
 
 
 def test_publish_copies_only_what_changed_and_moves_the_generation(example_vault, postgres_url):
@@ -329,6 +350,91 @@ def test_publish_copies_only_what_changed_and_moves_the_generation(example_vault
         assert {b for b, _ in found} == {b for b, _ in ranked(SqliteReads(vault.db), "quokkas")[1]}
         assert len(found) == 2
     vault.close()
+
+
+def test_after_a_publish_the_next_compares_only_what_changed_since(example_vault, postgres_url):
+    """Each publish leaves the SQLite index logging what changes (notes written, touched or
+    deleted, links retargeted, vectors added); the next publish compares those alone, not
+    the whole index, and ends where comparing everything would."""
+    (example_vault / "Fan.md").write_text("# Fan\n\nWaiting for [[Ghost]] to be written.\n")
+    vault = Vault.open(example_vault)
+    vault.index()
+    conn = vault.db.connect()
+    with connect(postgres_url) as pg:
+        assert publish(vault.db, pg, None).full
+        assert logged_changes(vault) == NOTHING_LOGGED
+        ids = dict(conn.execute("SELECT path, id FROM notes"))
+        (fan_link,) = conn.execute(
+            "SELECT id FROM links WHERE source_id = ? AND target_id IS NULL", (ids["Fan.md"],)
+        ).fetchone()
+        edited, deleted, touched, behind = sorted(
+            p.relative_to(example_vault).as_posix() for p in example_vault.rglob("*.md")
+        )[:4]
+        (example_vault / edited).write_text("# Edited\n\nA new text about wombats.\n")
+        (example_vault / deleted).unlink()
+        mtime = (example_vault / touched).stat().st_mtime_ns + 10**9
+        os.utime(example_vault / touched, ns=(mtime, mtime))  # the same bytes, a new mtime
+        (example_vault / "Ghost.md").write_text("# Ghost\n\nHere at last, with wombats.\n")
+        # Changed in the database behind the index's back: no log names it.
+        pg.execute("UPDATE notes SET title = 'Drifted' WHERE id = %s", (ids[behind],))
+        vault.index()
+
+        ghost = conn.execute("SELECT id FROM notes WHERE path = 'Ghost.md'").fetchone()[0]
+        logged = logged_changes(vault)
+        assert logged["notes"] == sorted({ids[edited], ids[deleted], ids[touched], ghost})
+        assert fan_link in logged["links"]
+        new_hashes = {
+            h for (h,) in conn.execute(
+                "SELECT embed_hash FROM blocks WHERE note_id IN (?, ?)", (ids[edited], ghost)
+            )
+        }  # fmt: skip
+        assert new_hashes and new_hashes <= {h for _, h in logged["vectors"]}
+
+        report = publish(vault.db, pg, None)
+        assert not report.full
+        assert (report.notes_written, report.notes_deleted) == (3, 1)  # edited, touched, Ghost
+        assert report.links_retargeted >= 1 and report.vectors >= len(new_hashes)
+        assert logged_changes(vault) == NOTHING_LOGGED
+        (target,) = pg.execute("SELECT target_id FROM links WHERE id = %s", (fan_link,)).fetchone()
+        assert target == ghost
+        # Only what the log named was compared: the note changed behind its back stays so.
+        (title,) = pg.execute("SELECT title FROM notes WHERE id = %s", (ids[behind],)).fetchone()
+        assert title == "Drifted"
+        pg.execute(
+            "UPDATE notes SET title = %s WHERE id = %s",
+            (conn.execute("SELECT title FROM notes WHERE id = ?", (ids[behind],)).fetchone()[0],
+             ids[behind]),
+        )  # fmt: skip
+        assert_database_matches(vault, pg)
+    vault.close()
+
+
+def test_an_index_read_without_its_database_logs_nothing_and_is_compared_whole(
+    example_vault, postgres_url
+):
+    """Opened without `database_url`, the index stops logging (nothing would read the log);
+    published again later, it is compared whole, and what changed meanwhile gets there."""
+    team = Vault.open(example_vault, {"database_url": postgres_url})
+    team.index(embed=False)
+    assert logged_changes(team) == NOTHING_LOGGED
+    team.close()
+    alone = Vault.open(example_vault)
+    assert logged_changes(alone) == {**NOTHING_LOGGED, "logging": False}
+    (example_vault / "Offline.md").write_text("# Offline\n\nWritten with no database.\n")
+    next(example_vault.rglob("Varroa*.md")).unlink()
+    alone.index(embed=False)
+    assert logged_changes(alone) == {**NOTHING_LOGGED, "logging": False}
+    alone.close()
+    team = Vault.open(example_vault, {"database_url": postgres_url})
+    report = team.index(embed=False)
+    assert report.published is not None and not report.published["full"]
+    assert (report.published["notes_written"], report.published["notes_deleted"]) == (1, 1)
+    assert logged_changes(team) == NOTHING_LOGGED
+    team.close()
+    alone = Vault.open(example_vault)  # its full text made again, to compare the postings
+    with connect(postgres_url) as pg:
+        assert_database_matches(alone, pg)
+    alone.close()
 
 
 def test_segments_stay_few_and_right_through_many_small_publishes(
@@ -436,6 +542,7 @@ def test_restore_brings_the_index_back_without_embedding_again(example_vault, po
     moved = Vault.open(elsewhere)
     with connect(postgres_url) as pg:
         assert restore(pg, moved.db) == len(before["notes"])
+    assert logged_changes(moved) == NOTHING_LOGGED  # it holds what the database does
     assert {t: lite_rows(moved, t, c) for t, c in COMPARED.items()} == before
     assert lite_rows(moved, "embeddings", "model, hash, vector") == vectors
     moved.close()

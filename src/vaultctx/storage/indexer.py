@@ -21,6 +21,7 @@ from typing import Any
 from .db import IndexDatabase
 from .embeddings import Embedder
 from .language import ANALYSIS, note_language
+from .migrations import CHANGES_LOGGED, UNPUBLISHED_TABLES
 from .reader import NoteRead, NoteRows, ReadJob, auto_workers, embed_input, read_all
 from .scanner import VaultFile, scan_vault
 
@@ -491,6 +492,19 @@ def build_fulltext(conn: sqlite3.Connection, language: str | None) -> None:
         {"language": language},
     )
     conn.execute("DELETE FROM meta WHERE key = ?", (FULLTEXT_KEY,))
+    log_unpublished(conn, on=False)  # read here, not through a database
+
+
+def log_unpublished(conn: sqlite3.Connection, *, on: bool) -> None:
+    """Empty the log of the changes not published yet (`m009_unpublished_changes`) and log
+    from now on (`on`: the index holds what its database does, as after a publish) or not
+    (the index is read without a database: the next publish compares it whole)."""
+    for table in UNPUBLISHED_TABLES:
+        conn.execute(f"DELETE FROM {table}")
+    if on:
+        IndexDatabase.set_meta(conn, CHANGES_LOGGED, "1")
+    else:
+        conn.execute("DELETE FROM meta WHERE key = ?", (CHANGES_LOGGED,))
 
 
 class LinkResolver:
