@@ -213,22 +213,14 @@ def _changed_notes(lite: sqlite3.Connection, pg: Any, logged: bool) -> tuple[lis
     """Ids of the notes whose row differs between the two (or is only in SQLite), and of
     those only in PostgreSQL; of the notes `logged` as changed since the last publish only,
     when asked."""
-    columns = ", ".join(NOTE_COLUMNS)
+    here_sql = there_sql = f"SELECT {', '.join(NOTE_COLUMNS)} FROM notes"
+    args: tuple = ()
     if logged:
-        ids = [i for (i,) in lite.execute("SELECT id FROM unpublished_notes")]
-        here = {
-            row[0]: row
-            for row in lite.execute(
-                f"SELECT {columns} FROM notes WHERE id IN (SELECT id FROM unpublished_notes)"
-            )
-        }
-        there = {
-            row[0]: tuple(row)
-            for row in pg.execute(f"SELECT {columns} FROM notes WHERE id = ANY(%s)", (ids,))
-        }
-    else:
-        here = {row[0]: row for row in lite.execute(f"SELECT {columns} FROM notes")}
-        there = {row[0]: tuple(row) for row in pg.execute(f"SELECT {columns} FROM notes")}
+        here_sql += " WHERE id IN (SELECT id FROM unpublished_notes)"
+        there_sql += " WHERE id = ANY(%s)"
+        args = ([i for (i,) in lite.execute("SELECT id FROM unpublished_notes")],)
+    here = {row[0]: row for row in lite.execute(here_sql)}
+    there = {row[0]: tuple(row) for row in pg.execute(there_sql, args)}
     changed = sorted(i for i, row in here.items() if there.get(i) != row)
     deleted = sorted(set(there) - set(here))
     return changed, deleted
@@ -375,20 +367,12 @@ def _retarget_links(lite: sqlite3.Connection, pg: Any, logged: bool) -> int:
     """Links of unchanged notes whose target the indexer resolved again (a note added,
     renamed or deleted elsewhere): their target as the SQLite index has it. Of the links
     `logged` as retargeted since the last publish only, when asked."""
+    here_sql = there_sql = "SELECT id, target_id FROM links"
     if logged:
-        here = dict(
-            lite.execute(
-                "SELECT id, target_id FROM links WHERE id IN (SELECT id FROM unpublished_links)"
-            )
-        )
-        there = dict(
-            pg.execute(
-                "SELECT id, target_id FROM links WHERE id = ANY(%s)", (list(here),)
-            ).fetchall()
-        )
-    else:
-        here = dict(lite.execute("SELECT id, target_id FROM links"))
-        there = dict(pg.execute("SELECT id, target_id FROM links").fetchall())
+        here_sql += " WHERE id IN (SELECT id FROM unpublished_links)"
+        there_sql += " WHERE id = ANY(%s)"
+    here = dict(lite.execute(here_sql))
+    there = dict(pg.execute(there_sql, (list(here),) if logged else ()).fetchall())
     moved = [
         (target, link) for link, target in here.items() if link in there and there[link] != target
     ]
