@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import sys
@@ -179,11 +178,8 @@ class IndexRun:
 
 def process_cpu() -> float:
     """CPU seconds of this process and of its ended children (parse workers end with a run)."""
-    own, children = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
 
 class BackendPair:

@@ -128,25 +128,12 @@ def _stat_fields(pid: int) -> list[str] | None:
         return None
 
 
-def process_cpu_s(pid: int, *, reaped_children: bool = False) -> float:
-    """A process's CPU seconds (all its threads), with its ended children's if asked."""
+def process_cpu_s(pid: int) -> float:
+    """A process's CPU seconds (all its threads)."""
     fields = _stat_fields(pid)
     if fields is None:
         return 0.0
-    ticks = int(fields[11]) + int(fields[12])
-    if reaped_children:
-        ticks += int(fields[13]) + int(fields[14])
-    return ticks / CLK_TCK
-
-
-def children_of(parent: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            fields = _stat_fields(int(entry))
-            if fields is not None and int(fields[1]) == parent:
-                found.append(int(entry))
-    return found
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def machine_busy_s() -> float:
@@ -161,14 +148,12 @@ class CpuMeter:
     """CPU seconds used between `start()` and `stop()` by the servers, PostgreSQL, this
     client and the whole machine."""
 
-    def __init__(self, postmaster: int) -> None:
+    def __init__(self, postgres: Any) -> None:
         self.servers: dict[str, int] = {}  # name: pid
-        self.postmaster = postmaster
+        self.postgres = postgres  # the EmbeddedPostgres
 
     def sample(self) -> dict[str, float]:
-        postgres = process_cpu_s(self.postmaster, reaped_children=True) + sum(
-            process_cpu_s(pid) for pid in children_of(self.postmaster)
-        )
+        postgres = self.postgres.cpu_seconds()
         own = os.times()
         each = {f"server_{name}": process_cpu_s(pid) for name, pid in self.servers.items()}
         return {
@@ -400,10 +385,6 @@ def print_run(run: LoadRun, same: tuple[int, int] | None = None) -> None:
 # --- the database ----------------------------------------------------------------------------
 
 
-def postmaster_pid(pg: Any) -> int:
-    return int((pg.data_dir / "postmaster.pid").read_text().split()[0])
-
-
 def touches_by_note(url: str) -> Counter:
     import psycopg
 
@@ -544,7 +525,7 @@ def main() -> int:
             f" {json.dumps(report.get('published'))}"
         )
         notes = indexed_notes(url)
-        meter = CpuMeter(postmaster_pid(pg))
+        meter = CpuMeter(pg)
 
         # 2. one server: its answers, then the load
         def start_server(name: str) -> Server:
