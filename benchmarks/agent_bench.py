@@ -122,7 +122,11 @@ def turns(vault: Path, server: LLMServer, rounds: int, delegate: bool) -> dict:
 def host_for(ws: Workspace, server: LLMServer) -> DelegationHost:
     settings = LLMSettings(model="openai/bench-agent", api_base=server.api_base, timeout=10)
     return DelegationHost(
-        WorkspaceVault(ws), PermissionGuard(), settings=settings, observer=Quiet(), timeout=30
+        WorkspaceVault(ws._agent_port()),
+        PermissionGuard(),
+        settings=settings,
+        observer=Quiet(),
+        timeout=30,
     )
 
 

@@ -55,6 +55,17 @@ def embedded_postgres(*, tcp: bool = False):
 HYBRID_PATHS = ("hybrid", "hybrid_rrf")
 
 
+def vault_of(ws):
+    """The `Vault` (folder, index file, model) a `Workspace` holds, for benchmarks that read
+    or write the index file directly; a `--baseline` checkout's Workspace may be one itself."""
+    return getattr(ws, "_vault", ws)
+
+
+def selector_of(ws):
+    """A workspace's warm select state, in this checkout or a `--baseline` one."""
+    return ws._selector if hasattr(ws, "_selector_made") else ws.selector
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile (q in [0, 100]) of a non-empty list."""
     ordered = sorted(values)

@@ -59,7 +59,7 @@ with Workspace.open(root, {"embed": False}) as ws:
         started = time.perf_counter()
         path.write_text("# Saved\\n\\nA hostilesaveword arrived after the hostile run.\\n")
         while time.perf_counter() - started < 30:
-            conn = ws.db.connect()
+            conn = vault_of(ws).db.connect()
             if conn.execute("SELECT 1 FROM blocks_fts WHERE blocks_fts MATCH 'hostilesaveword'"
                             " LIMIT 1").fetchone():
                 break

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import check, embedded_postgres, emit_figures, offline_env, peak_rss_mb
+from common import check, embedded_postgres, emit_figures, offline_env, peak_rss_mb, vault_of
 from synthvault import edit_note, generate_vault
 
 offline_env()
@@ -96,7 +96,8 @@ def embedding_side_by_side(root: Path, rounds: int = 2) -> dict:
     with Workspace.open(root, embedder=embedders["onnx"]) as ws:
         ws.index(embed=False)
         rows = (
-            ws.db.connect()
+            vault_of(ws)
+            .db.connect()
             .execute("SELECT title, heading_path, text FROM blocks GROUP BY embed_hash")
             .fetchall()
         )
@@ -112,7 +113,7 @@ def embedding_side_by_side(root: Path, rounds: int = 2) -> dict:
             rate = len(texts) / (time.perf_counter() - started)
             best[f"{name}_direct"] = max(best[f"{name}_direct"], rate)
             with Workspace.open(root, embedder=embedder) as ws:
-                with ws.db.transaction() as conn:
+                with vault_of(ws).db.transaction() as conn:
                     conn.execute("DELETE FROM embeddings")
                 started = time.perf_counter()
                 report = ws.index()  # text is unchanged: this run only embeds

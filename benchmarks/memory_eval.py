@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, check, emit_figures, offline_env, percentile
+from common import DATA, check, emit_figures, offline_env, percentile, vault_of
 
 offline_env()
 
@@ -140,7 +140,7 @@ def open_workspace(folder: Path, *, embed: bool, llm: dict) -> Workspace:
     vault = folder / "vault"
     vault.mkdir(parents=True, exist_ok=True)
     ws = Workspace.open(vault, {"embed": embed, **llm})
-    if ws.db.get_meta("last_indexed") is None:
+    if vault_of(ws).db.get_meta("last_indexed") is None:
         ws.index(embed=embed)  # empty vault: instant; with embed, memory gets vectors
     return ws
 

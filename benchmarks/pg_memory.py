@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, check, embedded_postgres, emit_figures, offline_env, percentile
+from common import DATA, check, embedded_postgres, emit_figures, offline_env, percentile, vault_of
 
 offline_env()
 
@@ -40,7 +40,9 @@ def open_host(root: Path, embed: bool, url: str | None) -> Workspace:
     if url is not None:
         settings["database_url"] = url
     ws = Workspace.open(vault, settings)
-    if ws.reads.meta("last_indexed") is None:  # host B reads host A's index: no index here
+    if (
+        vault_of(ws).reads.meta("last_indexed") is None
+    ):  # host B reads host A's index: no index here
         ws.index(embed=embed)  # empty vault: instant; with embed, memory gets vectors
     return ws
 

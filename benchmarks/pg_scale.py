@@ -46,7 +46,15 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import check, embedded_postgres, emit_figures, offline_env, percentile
+from common import (
+    check,
+    embedded_postgres,
+    emit_figures,
+    offline_env,
+    percentile,
+    selector_of,
+    vault_of,
+)
 from synthvault import _vocab, blocks_to_notes, edit_note, generate_queries, generate_vault
 
 offline_env()
@@ -259,7 +267,7 @@ def measure(
 
     def loaded(ws: Workspace) -> tuple[VectorMatrix, float]:
         started = time.perf_counter()
-        matrix = ws.selector.vectors.get(ws.reads, ws.generation, model)
+        matrix = selector_of(ws).vectors.get(vault_of(ws).reads, vault_of(ws).generation, model)
         return matrix, time.perf_counter() - started
 
     exact, approximate = workspace(EXACT), workspace(0)
@@ -311,7 +319,9 @@ def measure(
         exact.index()
         published_s = time.perf_counter() - started
         started = time.perf_counter()
-        followed = exact.selector.vectors.get(exact.reads, exact.generation, model)
+        followed = selector_of(exact).vectors.get(
+            vault_of(exact).reads, vault_of(exact).generation, model
+        )
         follow_s = time.perf_counter() - started
         print(
             f"one note edited: indexed and published in {published_s:.1f} s;"

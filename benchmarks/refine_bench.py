@@ -45,7 +45,7 @@ def gate_latency(ws: Workspace, queries: list[str], sizes: list[int]) -> dict[st
     """p50/p95 of the deterministic gate alone on `n` real candidates. Select returns at
     most ~120 per query, so larger lists are the union of several queries' candidates."""
     figures: dict[str, float] = {}
-    refiner = ws.refiner
+    refiner = ws._refiner
     pool = list(
         {c.id: c for q in queries for c in ws.select(q, k=200, max_per_note=0).candidates}.values()
     )
@@ -86,7 +86,7 @@ def llm_overhead(ws: Workspace, queries: list[str], calls: int) -> dict[str, flo
 
     server.script(answer)
     settings = LLMSettings(model="openai/bench-gate", api_base=server.api_base, timeout=5.0)
-    refiner = ws.refiner
+    refiner = ws._refiner
     selections = [ws.select(q, k=30) for q in queries]
     refiner.refine(selections[0], budget=2000, settings=settings)  # imports and connects
     total, deterministic = [], []

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, check, emit_figures, offline_env, percentile
+from common import DATA, check, emit_figures, offline_env, percentile, vault_of
 
 offline_env()
 
@@ -82,7 +82,10 @@ def latency(work: Path, queries: int) -> dict:
     build(root, 10_000, real_vectors=False)
     embedder = Embedder()
     with Workspace.open(root, embedder=embedder) as ws, LocalServer(ws, watch=False) as server:
-        notes = [row[0] for row in ws.db.connect().execute("SELECT path FROM notes ORDER BY id")]
+        notes = [
+            row[0]
+            for row in vault_of(ws).db.connect().execute("SELECT path FROM notes ORDER BY id")
+        ]
         notes = notes[:: max(1, len(notes) // queries)][:queries]
         words = generate_queries(queries, seed=1)
         for path in notes[:10]:

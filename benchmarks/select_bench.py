@@ -40,6 +40,8 @@ from common import (
     percentile,
     resident_by_kind,
     rss_mb,
+    selector_of,
+    vault_of,
 )
 from synthvault import blocks_to_notes, generate_queries, generate_vault
 
@@ -64,7 +66,7 @@ def build(root: Path, blocks: int, real_vectors: bool) -> None:
             ws.index()
             return
         ws.index(embed=False)
-        conn = ws.db.connect()
+        conn = vault_of(ws).db.connect()
         missing = [
             h
             for (h,) in conn.execute(
@@ -77,7 +79,7 @@ def build(root: Path, blocks: int, real_vectors: bool) -> None:
             rng = np.random.default_rng(0)
             vectors = rng.standard_normal((len(missing), 384)).astype(np.float32)
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            with ws.db.transaction() as wconn:
+            with vault_of(ws).db.transaction() as wconn:
                 wconn.executemany(
                     "INSERT INTO embeddings(model, hash, vector) VALUES (?, ?, ?)",
                     [
@@ -86,7 +88,7 @@ def build(root: Path, blocks: int, real_vectors: bool) -> None:
                     ],
                 )
                 IndexDatabase.set_meta(wconn, "embedding_model", embedder.model_id)
-                generation = int(ws.db.get_meta("generation", "0") or 0) + 1
+                generation = int(vault_of(ws).db.get_meta("generation", "0") or 0) + 1
                 IndexDatabase.set_meta(wconn, "generation", str(generation))
 
 
@@ -112,8 +114,9 @@ def measure(root: Path, queries: list[str], floor_queries: list[str]) -> dict:
             embedder.encode_query(q)
             embed_ms.append((time.perf_counter() - started) * 1000)
         # A baseline from before `Vault.reads` loads the matrix from a connection.
-        reads = getattr(ws, "reads", None) or ws.db.connect()
-        matrix = ws.selector.vectors.get(reads, ws.generation, embedder.model_id)
+        vault = vault_of(ws)
+        reads = getattr(vault, "reads", None) or vault.db.connect()
+        matrix = selector_of(ws).vectors.get(reads, vault.generation, embedder.model_id)
         vectors = [embedder.encode_query(q) for q in floor_queries[:60]]
         scan_ms = []
         for vector in vectors:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines import PlainBEIR, PlainNotes
-from common import DATA, REPO, load_beir, percentile
+from common import DATA, REPO, load_beir, percentile, vault_of
 
 # Settings for every vault of a run, or a function of the vault's name giving its own.
 Settings = dict[str, Any] | Callable[[str], dict[str, Any]] | None
@@ -191,10 +191,10 @@ def run_beir(
     config = {"embed": embed_vectors, **settings_for(settings, f"{dataset.name}_{layout}")}
     with Workspace.open(vault, config, embedder=embedder) as ws:
         cache = workdir / dataset.name / "vectors.db"
-        ws.db.connect()  # creates the index, so vectors can be copied in
-        share_vectors(ws.db.path, cache, into_index=True)
+        vault_of(ws).db.connect()  # creates the index, so vectors can be copied in
+        share_vectors(vault_of(ws).db.path, cache, into_index=True)
         ws.index()
-        share_vectors(ws.db.path, cache, into_index=False)
+        share_vectors(vault_of(ws).db.path, cache, into_index=False)
         language = vault_language(ws)
         for mode, retrievers in modes.items():
             runs, latency = {}, []
@@ -259,9 +259,13 @@ def _open_vault(
 
 def vault_language(ws: Any) -> str:
     """The language most of a vault's notes are in, as its index read them."""
-    languages = ws.db.connect().execute(
-        "SELECT language FROM notes WHERE language != '' GROUP BY language"
-        " ORDER BY count(*) DESC LIMIT 1"
+    languages = (
+        vault_of(ws)
+        .db.connect()
+        .execute(
+            "SELECT language FROM notes WHERE language != '' GROUP BY language"
+            " ORDER BY count(*) DESC LIMIT 1"
+        )
     )
     return next((lang for (lang,) in languages), "en")
 
@@ -269,7 +273,7 @@ def vault_language(ws: Any) -> str:
 def _clear_context(ws: Any) -> None:
     """Forget every open/touch, so a run starts from no context (a benchmark's own index,
     or its own database)."""
-    with ws.db.transaction() as conn:
+    with vault_of(ws).db.transaction() as conn:
         conn.execute("DELETE FROM accesses")
     if ws.config.database_url is not None:
         import psycopg
@@ -297,7 +301,7 @@ def run_questions(
             row = Row(qset.name, "notes", "mrr@10", question_metrics(ranked, qset.items))
             row.language = vault_language(ws)
             if baseline:
-                plain = PlainNotes(ws.db.path, ws.embedder.model_id, embedder.encode)
+                plain = PlainNotes(vault_of(ws).db.path, ws.embedder.model_id, embedder.encode)
                 row.baseline = question_metrics([plain.fused(q) for q in questions], qset.items)
                 fts = question_metrics([plain.lexical(q) for q in questions], qset.items)
                 row.baseline.update({f"fts_{k}": v for k, v in fts.items()})

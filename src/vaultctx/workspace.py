@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from ._lazy import lazy_exports
 from .errors import NoteNotFound, NotIndexed, VaultctxError
-from .permissions import VaultPolicy, confine
+from .permissions import PersonPolicy, VaultPolicy, confine
 from .storage import Embedder, IndexReport, IndexStatus, Vault, VaultWatcher
 from .storage.db import erase_tree
 from .storage.notefile import NoteText, read_note_file
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    import networkx as nx
 
     from .agent import SessionSummary, TurnResult
     from .agent.skills import Skill, SkillCatalog
@@ -34,7 +36,6 @@ if TYPE_CHECKING:
     from .pipeline.context import SessionContext
     from .pipeline.refine import Refiner
     from .search.query import STOP_WORDS
-    from .storage.db import IndexDatabase
     from .storage.indexer import Progress
     from .storage.postgres.team import Person, Team
 
@@ -77,33 +78,82 @@ log = logging.getLogger(__name__)
 _WARM_JOIN_S = 60.0  # a first export of the model takes a few seconds on a slow machine
 
 
-class Workspace(Vault):
+class Workspace:
     """A vault, its index and everything that answers over it. Open with
-    `Workspace.open(path)`; use as a context manager or call `close()`."""
+    `Workspace.open(path)`; use as a context manager or call `close()`.
+
+    It holds its `Vault` (the folder, the index and the model) rather than being one: its
+    public methods are the whole surface every door reaches, and each reads the index only
+    as the vault's policy lets its reader see it."""
 
     def __init__(
         self,
-        root: Path,
-        config: Config,
-        db: IndexDatabase,
-        embedder: Embedder,
+        vault: Vault,
         *,
         team_server: Workspace | None = None,
+        person: Person | None = None,
     ) -> None:
         """`team_server`: the workspace a person's is made from (`for_person`), whose
         database connections, vectors and link graph it shares."""
-        super().__init__(
-            root, config, db, embedder, reads=None if team_server is None else team_server.reads
-        )
+        self._vault = vault
         self._team_server = team_server
-        self.policy = VaultPolicy(root, db.path.parent)  # what may leave the index, read anew
+        self.person = person  # one person of a team, when `for_person` made it
+        # what may leave the index, read anew
+        self._policy: VaultPolicy = (
+            VaultPolicy(vault.root, vault.db.path.parent)
+            if person is None
+            else PersonPolicy(vault.root, vault.db.path.parent, person.deny)
+        )
         self._selector_lock = threading.Lock()  # never waits for a running index()
-        self._selector: Selector | None = None
-        self._refiner: Refiner | None = None
+        self._selector_made: Selector | None = None
+        self._refiner_made: Refiner | None = None
         self._memory: AgentMemoryFacade | None = None
         self._warm_thread: threading.Thread | None = None
-        self.person: Person | None = None  # one person of a team, when `for_person` made it
         self._people: dict[str, Workspace] = {}
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        config: Config | dict[str, Any] | None = None,
+        *,
+        embedder: Embedder | None = None,
+    ) -> Workspace:
+        """Open a vault folder, creating its index on first use.
+
+        `config` is a `Config`, or a dict of overrides on top of the vault's config file.
+        Pass an `embedder` to share one loaded model between workspaces; it then decides
+        the model instead of the config.
+        """
+        return cls(Vault.open(path, config, embedder=embedder))
+
+    @property
+    def root(self) -> Path:
+        """The vault folder."""
+        return self._vault.root
+
+    @property
+    def config(self) -> Config:
+        return self._vault.config
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedding model, loaded on first use; pass it to `open` to share it."""
+        return self._vault.embedder
+
+    @property
+    def team(self) -> Team | None:
+        """The people of the database (`database_url`); None on the SQLite index."""
+        return self._vault.team
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
 
     # --- a team ----------------------------------------------------------------------------
 
@@ -118,14 +168,14 @@ class Workspace(Vault):
                 return made
             if made is not None:
                 made.close()
-            from .permissions import PersonPolicy
             from .storage.db import IndexDatabase
 
-            made = Workspace(
-                self.root, self.config, IndexDatabase(self.db.path), self.embedder, team_server=self
-            )
-            made.person = person
-            made.policy = PersonPolicy(self.root, self.db.path.parent, person.deny)
+            vault = self._vault
+            shared = Vault(
+                vault.root, vault.config, IndexDatabase(vault.db.path), vault.embedder,
+                reads=vault.reads,
+            )  # fmt: skip
+            made = Workspace(shared, team_server=self, person=person)
             self._people[person.name] = made
             return made
 
@@ -136,23 +186,29 @@ class Workspace(Vault):
         progress: Progress | None = None,
         paths: list[str] | None = None,
     ) -> IndexReport:
-        """`Vault.index`; with a `database_url`, memory and sessions too: the first run
-        moves this host's memories into the team's books and its agent sessions into the
-        database, every run brings the memories up to date."""
-        report = super().index(embed=embed, progress=progress, paths=paths)
+        """Bring the index up to date with the vault; only changed notes are re-parsed.
+
+        `embed=False` indexes text and links only. `paths` limits the run to those
+        vault-relative files (created, edited or deleted), as a file watcher reports them.
+        With a `database_url`, memory and sessions too: the first run moves this host's
+        memories into the team's books and its agent sessions into the database, every run
+        brings the memories up to date."""
+        report = self._vault.index(embed=embed, progress=progress, paths=paths)
         if report.published is not None:
             from .agent import move_sessions  # the agent layer: only with a database
 
             report.published["memories"] = self.memory.share()
-            report.published["sessions"] = move_sessions(self)
+            report.published["sessions"] = move_sessions(self._agent_port())
         return report
 
     def restore_from_database(self) -> int:
-        """`Vault.restore_from_database`, and the database's agent sessions as files."""
+        """Replace the SQLite index with the database's (`database_url`), vectors included —
+        the way back from PostgreSQL, or a new host's start — and the database's agent
+        sessions as files. Returns the notes restored."""
         from .agent import move_sessions
 
-        restored = super().restore_from_database()
-        move_sessions(self, back=True)
+        restored = self._vault.restore_from_database()
+        move_sessions(self._agent_port(), back=True)
         return restored
 
     def forget_departed(self) -> list[str]:
@@ -162,7 +218,7 @@ class Workspace(Vault):
         from .memory.paths import PEOPLE_DIRNAME  # the memory package: only for a team
 
         team = self.team
-        folder = self.db.path.parent / PEOPLE_DIRNAME
+        folder = self._vault.db.path.parent / PEOPLE_DIRNAME
         if team is None or not folder.is_dir():
             return []
         on_team = {p.name for p in team.people() if p.revoked_at is None}
@@ -178,25 +234,25 @@ class Workspace(Vault):
     # --- select --------------------------------------------------------------------------
 
     @property
-    def selector(self) -> Selector:
+    def _selector(self) -> Selector:
         """The warm select state (vectors, link graph, threads), created on first use."""
-        if self._selector is None:
+        if self._selector_made is None:
             from .memory.paths import memory_exists  # the memory package: on first select
             from .pipeline import Selector  # numpy and the vector matrix: first select only
 
             created = False
-            shares = None if self._team_server is None else self._team_server.selector
+            shares = None if self._team_server is None else self._team_server._selector
             with self._selector_lock:
-                if self._selector is None:
-                    self._selector = Selector(self, self.policy, shares=shares)
+                if self._selector_made is None:
+                    self._selector_made = Selector(self._vault, self._policy, shares=shares)
                     created = True
             if created and (
                 self._memory is not None
                 or self.config.database_url is not None  # the team's memories, shared
-                or memory_exists(self.db.path.parent)
+                or memory_exists(self._vault.db.path.parent)
             ):
-                self.memory.attach(self._selector)
-        return self._selector
+                self.memory.attach(self._selector_made)
+        return self._selector_made
 
     @property
     def memory(self) -> AgentMemoryFacade:
@@ -209,14 +265,14 @@ class Workspace(Vault):
                 if self._memory is None:
                     shared = self._team_server  # its vault memory: one copy for everyone
                     self._memory = AgentMemoryFacade.for_vault(
-                        self, self._embed_query, policy=self.policy, person=self.person,
+                        self._vault, self._embed_query, policy=self._policy, person=self.person,
                         vault_memory=None if shared is None else shared.memory.repo,
                     )  # fmt: skip
         return self._memory
 
     def _embed_query(self, text: str) -> Any:
         """A query vector from the select's warm embedder cache (memory shares it)."""
-        return self.selector.embed_query(text)
+        return self._selector.embed_query(text)
 
     def select(
         self,
@@ -239,10 +295,10 @@ class Workspace(Vault):
         """
         from .pipeline import Filters  # with the selector, on first select
 
-        self.require_index()
+        self._vault.require_index()
         if isinstance(filters, dict):
             filters = Filters(**filters)
-        return self.selector.select(
+        return self._selector.select(
             query,
             k=k,
             filters=filters,
@@ -266,11 +322,11 @@ class Workspace(Vault):
         touched lifting their notes, the note itself left out; one passage per note. With
         `touch`, the note is recorded as open first, as an editor does when it shows it.
         `NoteNotFound` for a note the index lacks or the policy hides."""
-        self.require_index()
+        self._vault.require_index()
         path, note_id = self._readable_note(note)
         if touch:
-            super().touch(path, kind="open")
-        return self.selector.related(note_id, path, k=k, use_vectors=use_vectors, explain=explain)
+            self._vault.touch(path, kind="open")
+        return self._selector.related(note_id, path, k=k, use_vectors=use_vectors, explain=explain)
 
     def warm_up(self, *, use_vectors: bool = True) -> threading.Thread:
         """Load what the first select needs — the embedding model, the vector matrix, the
@@ -302,6 +358,22 @@ class Workspace(Vault):
         else:
             log.info("warm in %.2f s", time.perf_counter() - started)
 
+    # --- the index, as a client reads it ---------------------------------------------------
+
+    def status(self) -> IndexStatus:
+        """Notes, blocks, links, tags, aliases, vectors, model, size and the last index run
+        and watcher failure (`vaultctx status`)."""
+        return self._vault.status()
+
+    def graph(self) -> nx.DiGraph:
+        """The wiki-link graph (nodes: note paths, with their titles), rebuilt only when the
+        index changed."""
+        return self._vault.graph()
+
+    def _agent_port(self) -> _AgentPort:
+        """What an agent turn may use of this workspace (`agent.protocols.TurnWorkspace`)."""
+        return _AgentPort(self)
+
     # --- notes, as a client reads them ------------------------------------------------------
 
     def find_note(self, note: str) -> str:
@@ -312,8 +384,8 @@ class Workspace(Vault):
 
     def _readable_note(self, note: str) -> tuple[str, int]:
         """`resolve_note`, for a note the policy lets a client read."""
-        path, note_id = self.resolve_note(note)
-        if not self.policy.readable(path):
+        path, note_id = self._vault.resolve_note(note)
+        if not self._policy.readable(path):
             raise NoteNotFound(f"no readable note named {note!r} in {self.root}")
         return path, note_id
 
@@ -322,27 +394,29 @@ class Workspace(Vault):
         its file became a symlink since the index run, the policy judges the target too."""
         path = self.find_note(note)
         real = confine(self.root, path).relative_to(self.root).as_posix()
-        if real != path and not self.policy.readable(real):
+        if real != path and not self._policy.readable(real):
             raise NoteNotFound(f"no readable note named {note!r} in {self.root}")
         return read_note_file(self.root, path, max_chars)
 
     def touch(self, note: str, *, kind: str = "touch") -> str:
-        """`Vault.touch` for a note a client may read; others are `NoteNotFound`."""
-        return super().touch(self.find_note(note), kind=kind)
+        """Record that the user opened or worked on `note` (path, file name, title or alias),
+        a note a client may read (others are `NoteNotFound`): the next selects favour the
+        notes it links to, the most recent touch most. Returns the note's path."""
+        return self._vault.touch(self.find_note(note), kind=kind)
 
     # --- refine --------------------------------------------------------------------------
 
     @property
-    def refiner(self) -> Refiner:
+    def _refiner(self) -> Refiner:
         """The refine state (the LLM gate's answer cache), created on first use."""
-        if self._refiner is None:
+        if self._refiner_made is None:
             from .pipeline.refine import Refiner  # the gate's prompts: only for context()
 
-            vectors = self.selector.vectors  # takes the lock below itself
+            vectors = self._selector.vectors  # takes the lock below itself
             with self._selector_lock:  # not the write lock: a running index() must not block
-                if self._refiner is None:
-                    self._refiner = Refiner(self, vectors)
-        return self._refiner
+                if self._refiner_made is None:
+                    self._refiner_made = Refiner(self._vault, vectors)
+        return self._refiner_made
 
     def context(
         self,
@@ -368,7 +442,7 @@ class Workspace(Vault):
         if settings.configured:
             warm_up()  # litellm's import overlaps with select
         selection = self.select(query, k=k, filters=filters, use_vectors=use_vectors)
-        return self.refiner.refine(
+        return self._refiner.refine(
             selection, budget=budget, settings=settings, use_vectors=use_vectors
         )
 
@@ -416,7 +490,7 @@ class Workspace(Vault):
         from .agent import AgentRequestHandler  # the agent layer: only for agent turns
 
         handler = AgentRequestHandler(
-            self, session_id=session_id, model=model, asker=asker, on_event=on_event
+            self._agent_port(), session_id=session_id, model=model, asker=asker, on_event=on_event
         )
         return handler.handle(question)
 
@@ -424,14 +498,14 @@ class Workspace(Vault):
         """Every agent session of the vault, most recent first."""
         from .agent import list_sessions  # the agent layer: only for agent commands
 
-        return list_sessions(self)
+        return list_sessions(self._agent_port())
 
     def session(self, session_id: str) -> list[dict[str, Any]]:
         """Every row of session `session_id` (messages, tool calls and results, traces).
         Raises `SessionNotFound`."""
         from .agent import load_session  # the agent layer: only for agent commands
 
-        return load_session(self, session_id)
+        return load_session(self._agent_port(), session_id)
 
     def skills(self) -> list[Skill]:
         """The valid skills of the vault (notes under config `skills_folder`); notes there
@@ -442,13 +516,13 @@ class Workspace(Vault):
         """The vault's skills and, for each invalid skill note, the error naming its field."""
         from .agent.skills import discover  # the agent layer: only for skill commands
 
-        return discover(self)
+        return discover(self._agent_port())
 
     def skill(self, name: str) -> Skill:
         """The skill `name`; raises `SkillError` if there is none or it is invalid."""
         from .agent.skills import find_skill  # the agent layer: only for skill commands
 
-        return find_skill(self, name)
+        return find_skill(self._agent_port(), name)
 
     def run_skill(
         self,
@@ -472,7 +546,7 @@ class Workspace(Vault):
         skill = self.skill(name)
         run = SkillRun.prepare(skill, inputs or {})
         handler = AgentRequestHandler(
-            self,
+            self._agent_port(),
             session_id=session_id,
             model=model or skill.model,
             asker=asker,
@@ -490,19 +564,26 @@ class Workspace(Vault):
         catch_up: bool = True,
         on_index: Callable[[IndexReport], None] | None = None,
     ) -> VaultWatcher:
-        """`Vault.watch`, after starting `warm_up()` so the first embedding run finds the
-        model loaded."""
+        """Re-index notes as they are saved, in a background thread, while queries run.
+
+        Returns the started watcher; call its `stop()` (or `close()` this workspace). With
+        `catch_up`, edits made while nothing watched are indexed first. `on_index(report)`
+        runs in the watcher's thread after each run that changed the index. Starts
+        `warm_up()` first, so the first embedding run finds the model loaded.
+        """
         self.warm_up(use_vectors=self.config.embed if embed is None else embed)
-        return super().watch(
-            embed=embed, debounce_ms=debounce_ms, catch_up=catch_up, on_index=on_index
+        return self._vault.watch(
+            embed=embed,
+            debounce_ms=debounce_ms,
+            catch_up=catch_up,
+            on_index=on_index,
+            index=self.index,
         )
 
     # --- lifecycle -----------------------------------------------------------------------
 
     def close(self) -> None:
-        for watcher in self._watchers:  # before the memory and selector they feed go
-            watcher.stop()
-        self._watchers.clear()
+        self._vault.stop_watching()  # before the memory and selector they feed go
         if self._warm_thread is not None:
             self._warm_thread.join(_WARM_JOIN_S)  # it reads the index being closed
         for made in self._people.values():  # before the selector whose state they share
@@ -511,6 +592,32 @@ class Workspace(Vault):
         if self._memory is not None:
             self._memory.close()
             self._memory = None
-        if self._selector is not None:
-            self._selector.close()
-        super().close()
+        if self._selector_made is not None:
+            self._selector_made.close()
+        self._vault.close()
+
+
+class _AgentPort:
+    """A workspace as an agent turn uses it (`agent.protocols.TurnWorkspace`): the select,
+    context and memory of the workspace, and the parts of its vault a turn needs to find
+    notes, keep its session and write through permitted tools."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self._ws = ws
+        vault = ws._vault
+        self.root = vault.root
+        self.config = vault.config
+        self.db = vault.db
+        self.reads = vault.reads
+        self.policy = ws._policy
+        self.select = ws.select
+        self.context = ws.context
+        self.graph = ws.graph
+        self.index = ws.index
+        self.resolve_note = vault.resolve_note
+        self.require_index = vault.require_index
+        self.session_shelf = vault.session_shelf
+
+    @property
+    def memory(self) -> AgentMemoryFacade:
+        return self._ws.memory

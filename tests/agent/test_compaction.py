@@ -92,7 +92,9 @@ def two_long_turns(vault: Path, server: LLMServer, script: Script, **config: obj
     with open_ws(vault, server, **config) as ws:
         first = ws.ask("Where are my hives and what about mites?", model=MODEL)
         ws.ask("Is that near water?", session_id=first.session_id, model=MODEL)
-        assert not [r for r in load_session(ws, first.session_id) if r["type"] == "compaction"]
+        assert not [
+            r for r in load_session(ws._agent_port(), first.session_id) if r["type"] == "compaction"
+        ]
     return first.session_id
 
 
@@ -103,10 +105,10 @@ def test_compaction_triggers_at_the_budget_keeps_cited_results_and_every_row(
     session = two_long_turns(vault, llm_server, script)
     window = count_tokens(script.seen[-1].messages, model=MODEL) + 50  # turn 2 fits
     with open_ws(vault, llm_server, context_window_tokens=window) as ws:
-        before = load_session(ws, session)
+        before = load_session(ws._agent_port(), session)
         script.agent.append(Reply(content="Yes."))
         ws.ask("Should I move them?", session_id=session, model=MODEL)
-        after = load_session(ws, session)
+        after = load_session(ws._agent_port(), session)
     assert after[: len(before)] == before  # every original row is still on disk
     (compaction,) = [r for r in after if r["type"] == "compaction"]
     assert compaction["mode"] == "deterministic" and compaction["through_turn"] == 1
@@ -148,7 +150,7 @@ def test_resume_after_compaction_reproduces_the_messages_the_model_saw(
     with open_ws(vault, llm_server) as ws:  # a new process; the default window fits
         script.agent.append(Reply(content="Fine."))
         ws.ask("When?", session_id=session, model=MODEL)
-        rows = load_session(ws, session)
+        rows = load_session(ws._agent_port(), session)
     resumed = chat_history(script.seen[-1])
     assert resumed == [
         *compacted,
@@ -175,7 +177,9 @@ def test_the_cheap_model_summarizes_and_any_failure_falls_back(
     window = count_tokens(script.seen[-1].messages, model=MODEL) + 50
     with open_ws(vault, llm_server, llm_model=MODEL, context_window_tokens=window) as ws:
         ws.ask("Should I move them?", session_id=session)
-        (compaction,) = [r for r in load_session(ws, session) if r["type"] == "compaction"]
+        (compaction,) = [
+            r for r in load_session(ws._agent_port(), session) if r["type"] == "compaction"
+        ]
     assert len(script.summarized) == 1
     assert "word399" in script.summarized[0].messages[1]["content"]
     assert compaction["mode"] == mode and "call_hives" in compaction["summary"]

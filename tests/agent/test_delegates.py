@@ -251,7 +251,7 @@ def test_the_session_file_replays_to_the_prompts_every_agent_sent(
     model.researcher.extend([call("select", query="hives"), Reply(content="{}")])
     with open_agent_workspace(vault, llm_server) as ws:
         result = ws.ask("How are the mites of Clover?")
-        rows = load_session(ws, result.session_id)
+        rows = load_session(ws._agent_port(), result.session_id)
     for agent, requests in model.seen.items():
         logged = [r for r in rows if r["type"] == "message" and r["role"] == "system"]
         prompt = next(r["content"] for r in logged if r["metadata"]["agent"] == agent)

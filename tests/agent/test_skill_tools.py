@@ -86,7 +86,7 @@ def test_the_model_calls_a_skill_unnamed_by_the_user_and_its_capabilities_hold(
     before = hash_tree(vault)
     with open_agent_workspace(vault, llm_server) as ws:
         result = ws.ask("How should I treat Clover?", asker=lambda c, r: True)
-        rows = load_session(ws, result.session_id)
+        rows = load_session(ws._agent_port(), result.session_id)
     assert hash_tree(vault) == before and agent_children() == []
     first = model.seen["orchestrator"][0]
     assert offered_tools(first) == ["skill_mite_check"]

@@ -82,7 +82,7 @@ def test_skills_are_discovered_from_the_skills_folder_and_broken_ones_name_note_
     vault: Path,
 ) -> None:
     with open_ws(vault) as ws:
-        catalog = discover(ws)
+        catalog = discover(ws._agent_port())
         names = [s.name for s in ws.skills()]
         facade = ws.skill_catalog()  # the facade's door to the same discovery
     assert facade.skills == catalog.skills
@@ -105,11 +105,11 @@ def test_the_skills_folder_is_configurable(vault: Path) -> None:
 def test_a_broken_skill_asked_for_by_name_raises_its_own_error(vault: Path) -> None:
     with open_ws(vault) as ws:
         with pytest.raises(SkillError, match=r"Skills/Broken.md: capabilities.1"):
-            find_skill(ws, "broken")
+            find_skill(ws._agent_port(), "broken")
         with pytest.raises(SkillError, match="no such skill"):
-            find_skill(ws, "Nothing")
-        assert find_skill(ws, "hive summary").path == "Skills/Hive Summary.md"
-        assert ws.skill("hive summary") == find_skill(ws, "hive summary")
+            find_skill(ws._agent_port(), "Nothing")
+        assert find_skill(ws._agent_port(), "hive summary").path == "Skills/Hive Summary.md"
+        assert ws.skill("hive summary") == find_skill(ws._agent_port(), "hive summary")
 
 
 @pytest.mark.parametrize(
@@ -168,7 +168,7 @@ def test_a_skill_runs_end_to_end_with_its_context_at_step_six(
     seen = agent_script(llm_server, Reply(content="Clover is fine, see [[Varroa.md]]."))
     with open_ws(vault, llm_server) as ws:
         result = ws.run_skill("Hive Summary", {"hive": "{{ 7*7 }}", "days": "3"})
-        rows = load_session(ws, result.session_id)
+        rows = load_session(ws._agent_port(), result.session_id)
     messages = seen[0].messages
     assert messages[0]["content"] == ORCHESTRATOR_SYSTEM
     assert messages[-1] == {
@@ -246,6 +246,6 @@ def test_linked_notes_respect_the_token_budget(vault: Path) -> None:
     skill = parse_skill("Skills/Hive Summary.md", SUMMARY_SKILL)
     with open_ws(vault) as ws:
         text = SkillRun.prepare(skill, {"hive": "Clover"}).context(
-            WorkspaceVault(ws), PermissionGuard(), budget_tokens=100
+            WorkspaceVault(ws._agent_port()), PermissionGuard(), budget_tokens=100
         )
     assert "…(truncated)" in text and len(text) < 1200

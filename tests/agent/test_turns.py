@@ -37,7 +37,7 @@ def vault(tmp_path: Path) -> Path:
 
 
 def rows_of(ws: Workspace, session_id: str, kind: str) -> list[dict]:
-    return [r for r in load_session(ws, session_id) if r["type"] == kind]
+    return [r for r in load_session(ws._agent_port(), session_id) if r["type"] == kind]
 
 
 def test_server_receives_the_seven_step_order_and_the_log_holds_its_system_prompt(
@@ -114,8 +114,8 @@ def test_policy_allows_writes_only_under_inbox_and_the_note_is_indexed(
     varroa = (vault / "Varroa.md").read_bytes()
     with open_agent_workspace(vault, llm_server) as ws:
         result = ws.ask("File these")
-        assert ws.resolve_note("Frames")[0] == "Inbox/Frames.md"
-        tagged = ws.db.connect().execute("SELECT count(*) FROM tags WHERE tag='shopping'")
+        assert ws._vault.resolve_note("Frames")[0] == "Inbox/Frames.md"
+        tagged = ws._vault.db.connect().execute("SELECT count(*) FROM tags WHERE tag='shopping'")
         assert tagged.fetchone()[0] == 1
     outputs = [a["output"] for a in result.tool_activity]
     assert outputs[0] == {"created": "Inbox/Frames.md"}
@@ -144,7 +144,7 @@ def test_notes_a_read_policy_hides_reach_the_model_through_no_tool_and_no_contex
         ]
     )
     with open_agent_workspace(vault, llm_server) as ws:
-        assert ws.resolve_note("Inbox/Todo.md")  # indexed, and hidden from every door:
+        assert ws._vault.resolve_note("Inbox/Todo.md")  # indexed, and hidden from every door:
         assert "Inbox/Todo.md" not in [c.path for c in ws.select("buy frames beehives").candidates]
         result = ws.ask("What should I buy for the beehives?")
     found = result.tool_activity[0]["output"]["results"]
@@ -288,7 +288,7 @@ def test_the_researcher_investigates_with_read_tools_and_reports_findings(
     )
     with open_agent_workspace(vault, llm_server) as ws:
         result = ws.ask("How do I treat mites?", asker=lambda c, r: True)
-        rows = load_session(ws, result.session_id)
+        rows = load_session(ws._agent_port(), result.session_id)
     investigate = next(a for a in result.tool_activity if a["name"] == "investigate")
     assert investigate["output"] == {**findings, "notes_read": ["Varroa.md"]}
     researcher = [a for a in result.tool_activity if a["agent"] == "researcher"]
@@ -347,12 +347,12 @@ def test_resume_rebuilds_the_same_history_even_after_a_torn_last_line(
     model.orchestrator.extend([Reply(content="At the orchard."), Reply(content="Oxalic acid.")])
     with open_agent_workspace(vault, llm_server) as ws:
         first = ws.ask("Where are the beehives?")
-        path = sessions_dir(ws) / f"{first.session_id}.jsonl"
+        path = sessions_dir(ws._agent_port()) / f"{first.session_id}.jsonl"
     with path.open("a") as handle:  # a writer killed mid-row
         handle.write('{"type": "message", "role": "user", "content": "half')
     with open_agent_workspace(vault, llm_server) as ws:
         second = ws.ask("And the mites?", session_id=first.session_id)
-        rows = load_session(ws, first.session_id)
+        rows = load_session(ws._agent_port(), first.session_id)
         assert ws.session(first.session_id) == rows
         assert [s.id for s in ws.sessions()] == [first.session_id]
     assert second.session_id == first.session_id
@@ -384,4 +384,4 @@ def test_without_a_model_ask_is_a_clear_error(vault: Path) -> None:
         ws.index(embed=False)
         with pytest.raises(LLMNotConfigured):
             ws.ask("anything")
-        assert not sessions_dir(ws).exists()
+        assert not sessions_dir(ws._agent_port()).exists()

@@ -23,7 +23,7 @@ def ws(tmp_path: Path):
 def test_select_fuses_memories_as_a_fourth_retriever(ws, tmp_path):
     m = ws.memory.add("The hives in the orchard were treated for mites in March.")
     selection = ws.select("hives orchard mites", k=5)
-    assert "memory" in ws.selector.retrievers
+    assert "memory" in ws._selector.retrievers
     memory_hits = [c for c in selection.candidates if c.kind == "memory"]
     assert memory_hits[0].id == f"memory:{m.id}"
     assert memory_hits[0].metadata["tier"] == "workspace"
@@ -40,4 +40,4 @@ def test_select_fuses_memories_as_a_fourth_retriever(ws, tmp_path):
 def test_a_vault_without_memories_does_not_open_memory_for_select(ws, account_dir):
     ws.select("hives", k=3)
     assert ws._memory is None
-    assert not (ws.db.path.parent / "memory.db").exists()
+    assert not (ws._vault.db.path.parent / "memory.db").exists()

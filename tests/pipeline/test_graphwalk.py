@@ -71,10 +71,10 @@ def test_the_most_recent_touch_decides_when_older_ones_point_elsewhere(twins):
 
 
 def test_an_old_touch_weighs_less_than_a_new_one(twins):
-    conn = twins.db.connect()
+    conn = twins._vault.db.connect()
     ids = dict(conn.execute("SELECT path, id FROM notes"))
     now = time.time()
-    with twins.db.transaction() as wconn:
+    with twins._vault.db.transaction() as wconn:
         wconn.execute(
             "INSERT INTO accesses(note_id, at, kind) VALUES (?, ?, 'touch')",
             (ids["Publish/Introduction.md"], now - 3 * 86400),
@@ -83,7 +83,7 @@ def test_an_old_touch_weighs_less_than_a_new_one(twins):
             "INSERT INTO accesses(note_id, at, kind) VALUES (?, ?, 'touch')",
             (ids["Sync/Introduction.md"], now - 60),
         )
-    seeds = context_seeds(twins.reads, note_count=5, now=now)
+    seeds = context_seeds(twins._vault.reads, note_count=5, now=now)
     new, old = seeds[ids["Sync/Introduction.md"]], seeds[ids["Publish/Introduction.md"]]
     assert new == pytest.approx(1.0, abs=1e-3)
     assert old == pytest.approx(0.25 * 0.5**3, rel=1e-3)  # second in order, three days old
@@ -119,9 +119,9 @@ def test_touching_an_unknown_note_changes_nothing(twins):
 
     with pytest.raises(NoteNotFound):
         twins.touch("Nowhere.md")
-    assert sqlite3.connect(twins.db.path).execute("SELECT count(*) FROM accesses").fetchone() == (
-        0,
-    )
+    assert sqlite3.connect(twins._vault.db.path).execute(
+        "SELECT count(*) FROM accesses"
+    ).fetchone() == (0,)
 
 
 class EditedNotes:

@@ -69,12 +69,12 @@ def test_what_the_note_links_to_is_lifted_without_a_touch(ws: Workspace) -> None
     selection = ws.related("Varroa", k=5, use_vectors=False)
     oxalic = next(c for c in selection.candidates if c.path == "Oxalic Acid.md")
     assert "graph" in oxalic.sources
-    assert ws.db.connect().execute("SELECT count(*) FROM accesses").fetchone()[0] == 0
+    assert ws._vault.db.connect().execute("SELECT count(*) FROM accesses").fetchone()[0] == 0
 
 
 def test_touch_records_the_note_as_open_first(ws: Workspace) -> None:
     ws.related("Varroa", use_vectors=False, touch=True)
-    rows = ws.db.connect().execute(
+    rows = ws._vault.db.connect().execute(
         "SELECT n.path, a.kind FROM accesses a JOIN notes n ON n.id = a.note_id"
     )
     assert rows.fetchall() == [("Varroa.md", "open")]

@@ -308,7 +308,7 @@ def test_a_long_reference_note_does_not_win_on_its_many_chances_to_match(
         ws.index()
 
         def gap() -> float:
-            selection = ws.selector.select(question, k=5, retrievers={"vector"})
+            selection = ws._selector.select(question, k=5, retrievers={"vector"})
             scores = {n.path: n.score for n in selection.notes()}
             return scores["Limiting.md"] - scores["Query reference.md"]
 
@@ -376,9 +376,9 @@ def test_the_vault_s_languages_are_read_once_per_index_generation(ws, monkeypatc
     """How queries are read depends on the vault's languages: a count over every note (36 ms
     at 100k notes on PostgreSQL), read again only when the index moves on."""
     counted = []
-    language_counts = ws.reads.language_counts
+    language_counts = ws._vault.reads.language_counts
     monkeypatch.setattr(
-        ws.reads, "language_counts", lambda *a: counted.append(1) or language_counts(*a)
+        ws._vault.reads, "language_counts", lambda *a: counted.append(1) or language_counts(*a)
     )
     for query in ("varroa", "honey harvest", "queen"):
         ws.select(query, k=3)

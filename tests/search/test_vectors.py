@@ -117,10 +117,10 @@ def indexed(make_vault):
 
 
 def test_the_int8_store_finds_what_the_float32_store_finds(indexed) -> None:
-    conn = indexed.db.connect()
+    conn = indexed._vault.db.connect()
     model = indexed.embedder.model_id
-    exact = load_matrix(indexed.reads, "g", model, "float32")
-    small = load_matrix(indexed.reads, "g", model, "int8")
+    exact = load_matrix(indexed._vault.reads, "g", model, "float32")
+    small = load_matrix(indexed._vault.reads, "g", model, "int8")
     assert isinstance(exact.matrix, np.ndarray) and isinstance(small.matrix, Int8Matrix)
     assert exact.block_ids.tolist() == small.block_ids.tolist()
     assert exact.block_ids.tolist() == sorted(exact.block_ids.tolist())  # rows in block order
@@ -133,7 +133,7 @@ def test_the_int8_store_finds_what_the_float32_store_finds(indexed) -> None:
         assert exact.matrix[row].tobytes() == stored[block_id]
         assert (
             exact.note_ids[row]
-            == indexed.db.connect()
+            == indexed._vault.db.connect()
             .execute("SELECT note_id FROM blocks WHERE id = ?", (block_id,))
             .fetchone()[0]
         )
@@ -151,7 +151,7 @@ def test_note_maxima_of_a_few_rows_equal_those_of_the_whole_matrix_with_the_rest
 ) -> None:
     """Feedback scores only a pool of rows; its notes must rank as if every other row had
     scored -inf."""
-    matrix = load_matrix(indexed.reads, "g", indexed.embedder.model_id)
+    matrix = load_matrix(indexed._vault.reads, "g", indexed.embedder.model_id)
     rng = np.random.default_rng(0)
     for _ in range(50):
         rows = np.sort(rng.choice(matrix.size, size=rng.integers(1, matrix.size), replace=False))
@@ -170,8 +170,8 @@ def test_note_maxima_of_a_few_rows_equal_those_of_the_whole_matrix_with_the_rest
 
 def test_the_store_keeps_int8_by_default_and_float32_on_request(indexed) -> None:
     model = indexed.embedder.model_id
-    assert isinstance(VectorStore().get(indexed.reads, "g", model).matrix, Int8Matrix)
-    assert VectorStore("float32").get(indexed.reads, "g", model).matrix.dtype == np.float32
+    assert isinstance(VectorStore().get(indexed._vault.reads, "g", model).matrix, Int8Matrix)
+    assert VectorStore("float32").get(indexed._vault.reads, "g", model).matrix.dtype == np.float32
     selection = indexed.select("smoker pine needles", k=3)
     assert selection.diagnostics["retrieval_path"] == "hybrid"
     assert selection.candidates[0].path == "Equipment/Smoker.md"
@@ -180,8 +180,9 @@ def test_the_store_keeps_int8_by_default_and_float32_on_request(indexed) -> None
 def test_an_index_without_vectors_gives_an_empty_matrix(make_vault) -> None:
     with Workspace.open(make_vault(NOTES), embedder=HashEmbedder()) as ws:
         ws.index(embed=False)
-        matrix = load_matrix(ws.reads, "g", ws.embedder.model_id)
-        assert VectorStore(sketch_rows=0).get(ws.reads, "g", ws.embedder.model_id).sketch is None
+        reads = ws._vault.reads
+        matrix = load_matrix(reads, "g", ws.embedder.model_id)
+        assert VectorStore(sketch_rows=0).get(reads, "g", ws.embedder.model_id).sketch is None
     assert matrix.size == 0
     assert matrix.search(np.ones(64, np.float32), 5)[0].size == 0
 
@@ -227,8 +228,8 @@ def test_a_new_generation_reads_only_the_vectors_of_new_content(
     monkeypatch.setattr(vectors, "STRAY_SHARE", 1.0)
     model = indexed.embedder.model_id
     store = VectorStore(precision, sketch_rows=1)
-    reads = CountingReads(indexed.reads)
-    before = store.get(reads, indexed.generation, model)
+    reads = CountingReads(indexed._vault.reads)
+    before = store.get(reads, indexed._vault.generation, model)
     assert reads.full_reads == 1
     root = indexed.root
     smoker = root / "Equipment" / "Smoker.md"
@@ -238,14 +239,16 @@ def test_a_new_generation_reads_only_the_vectors_of_new_content(
     (root / "Archive").mkdir()  # the same content in a new note: held vectors, a new owner
     (root / "Archive" / "Apiary.md").write_text((root / "Projects" / "Apiary.md").read_text())
     indexed.index()
-    new_content = {h for (h,) in indexed.db.connect().execute("SELECT embed_hash FROM blocks")} - {
-        h.decode() for h in before.hashes.tolist()
-    }
-    after = store.get(reads, indexed.generation, model)
-    assert after.generation == indexed.generation != before.generation
+    new_content = {
+        h for (h,) in indexed._vault.db.connect().execute("SELECT embed_hash FROM blocks")
+    } - {h.decode() for h in before.hashes.tolist()}
+    after = store.get(reads, indexed._vault.generation, model)
+    assert after.generation == indexed._vault.generation != before.generation
     assert reads.full_reads == 1 and sorted(reads.asked) == sorted(new_content)
     assert new_content and set(after.hashes.tolist()) > {h.encode() for h in new_content}
-    assert same_matrix(after, load_matrix(indexed.reads, indexed.generation, model, precision))
+    assert same_matrix(
+        after, load_matrix(indexed._vault.reads, indexed._vault.generation, model, precision)
+    )
     # The sketch follows too: the same directions, every row (held or new) projected on them.
     assert after.sketch is not None and before.sketch is not None
     assert after.sketch.basis is before.sketch.basis
@@ -254,7 +257,7 @@ def test_a_new_generation_reads_only_the_vectors_of_new_content(
     assert np.array_equal(after.sketch.rows.codes, codes)
     assert np.array_equal(after.sketch.rows.scales, scales)
     copied = (
-        indexed.db.connect()
+        indexed._vault.db.connect()
         .execute(
             "SELECT b.embed_hash FROM blocks b JOIN notes n ON n.id = b.note_id"
             " WHERE n.path = 'Archive/Apiary.md'"
@@ -298,10 +301,10 @@ def test_the_sketch_s_best_rows_hold_the_nearest_ones(int8: bool) -> None:
 
 def test_a_store_sketches_only_matrices_of_sketch_rows_or_more(indexed) -> None:
     model = indexed.embedder.model_id
-    size = VectorStore().get(indexed.reads, "g", model).size
-    assert VectorStore().get(indexed.reads, "g", model).sketch is None
-    assert VectorStore(sketch_rows=size + 1).get(indexed.reads, "g", model).sketch is None
-    sketched = VectorStore(sketch_rows=size).get(indexed.reads, "g", model)
+    size = VectorStore().get(indexed._vault.reads, "g", model).size
+    assert VectorStore().get(indexed._vault.reads, "g", model).sketch is None
+    assert VectorStore(sketch_rows=size + 1).get(indexed._vault.reads, "g", model).sketch is None
+    sketched = VectorStore(sketch_rows=size).get(indexed._vault.reads, "g", model)
     assert sketched.sketch is not None and len(sketched.sketch.rows) == size
 
 
@@ -339,7 +342,7 @@ def test_a_followed_sketch_counts_the_rows_unlike_those_it_was_fitted_on() -> No
 
 def test_a_sketch_with_strays_past_their_share_is_fitted_again(indexed):
     store = VectorStore(sketch_rows=1)
-    matrix = store.get(indexed.reads, "g", indexed.embedder.model_id)
+    matrix = store.get(indexed._vault.reads, "g", indexed.embedder.model_id)
     sketch = matrix.sketch
     assert sketch is not None
     allowed = int(matrix.size * STRAY_SHARE)
@@ -352,7 +355,7 @@ def test_a_sketch_with_strays_past_their_share_is_fitted_again(indexed):
 
 def test_a_sketch_is_fitted_again_once_half_its_rows_came_after_its_directions(indexed):
     store = VectorStore(sketch_rows=1)
-    matrix = store.get(indexed.reads, "g", indexed.embedder.model_id)
+    matrix = store.get(indexed._vault.reads, "g", indexed.embedder.model_id)
     sketch = matrix.sketch
     assert sketch is not None and sketch.unfitted == 0
     half = Sketch(sketch.mean, sketch.basis, sketch.rows, unfitted=matrix.size // 2)

@@ -35,18 +35,18 @@ def ws(example_vault: Path) -> Iterator[Workspace]:
 def reads(request: pytest.FixtureRequest, ws: Workspace) -> Iterator[IndexReads]:
     """The example vault's index on each backend."""
     if request.param == "sqlite":
-        yield ws.reads
+        yield ws._vault.reads
         return
     url = request.getfixturevalue("postgres_url")
     with connect(url) as pg:
-        publish(ws.db, pg, None)
+        publish(ws._vault.db, pg, None)
     published = PostgresReads(url)
     yield published
     published.close()
 
 
 def sql(ws: Workspace, statement: str, *args: object) -> list[tuple]:
-    return ws.db.connect().execute(statement, args).fetchall()
+    return ws._vault.db.connect().execute(statement, args).fetchall()
 
 
 def built(reads: IndexReads, text: str):
@@ -54,12 +54,12 @@ def built(reads: IndexReads, text: str):
 
 
 def test_a_vault_reads_its_index_through_sqlite_reads(ws):
-    assert isinstance(ws.reads, SqliteReads)
-    assert ws.reads.meta("generation") == ws.generation
-    assert ws.reads.meta("no such key") is None
-    assert ws.reads.block_count() == sql(ws, "SELECT count(*) FROM blocks")[0][0] > 0
-    assert ws.reads.note_ids() == sorted(n for (n,) in sql(ws, "SELECT id FROM notes"))
-    assert sorted(ws.reads.all_note_paths()) == sorted(sql(ws, "SELECT id, path FROM notes"))
+    assert isinstance(ws._vault.reads, SqliteReads)
+    assert ws._vault.reads.meta("generation") == ws._vault.generation
+    assert ws._vault.reads.meta("no such key") is None
+    assert ws._vault.reads.block_count() == sql(ws, "SELECT count(*) FROM blocks")[0][0] > 0
+    assert ws._vault.reads.note_ids() == sorted(n for (n,) in sql(ws, "SELECT id FROM notes"))
+    assert sorted(ws._vault.reads.all_note_paths()) == sorted(sql(ws, "SELECT id, path FROM notes"))
 
 
 def test_filters_keep_the_blocks_of_the_unfiltered_ranking_in_its_order(ws, reads):
@@ -89,7 +89,7 @@ def test_filters_keep_the_blocks_of_the_unfiltered_ranking_in_its_order(ws, read
 
 
 def test_terms_and_their_block_counts_are_the_index_own(ws, reads):
-    conn = ws.db.connect()
+    conn = ws._vault.db.connect()
     assert reads.stems("Queens were marked") == FtsTerms(conn).stems("Queens were marked")
     assert reads.stems("Queens were marked") == ["queen", "were", "mark"]
     counts = reads.doc_freqs(["queen", "zzzunheardof"])
@@ -122,7 +122,7 @@ def test_blocks_and_notes_by_id(ws, reads):
 
 
 def test_a_note_title_language_sections_and_a_block_neighbours(ws, reads):
-    _, note = ws.resolve_note("Hives/Apiary Site.md")
+    _, note = ws._vault.resolve_note("Hives/Apiary Site.md")
     title, language = reads.note_title_language(note)
     assert title == "Apiary Site" and language in (None, "en")
     assert reads.note_title_language(10**9) is None
@@ -166,11 +166,11 @@ def test_links_accesses_and_edits(ws, reads):
         assert target != reads.block_notes([block])[block]
     assert reads.passage_links([]) == []
     for name in ("Hives/Apiary Site.md", "Home.md"):
-        reads.record_access(ws.resolve_note(name)[1], time.time(), "touch")
+        reads.record_access(ws._vault.resolve_note(name)[1], time.time(), "touch")
     touched = reads.recent_accesses(10)
     assert [n for n, _ in touched] == [
-        ws.resolve_note("Home.md")[1],
-        ws.resolve_note("Hives/Apiary Site.md")[1],
+        ws._vault.resolve_note("Home.md")[1],
+        ws._vault.resolve_note("Hives/Apiary Site.md")[1],
     ]
     assert reads.recent_accesses(1) == touched[:1]
     assert reads.count_edited_since(0, 10**6) == len(reads.note_ids())
@@ -202,20 +202,20 @@ def test_vector_chunks_cover_every_vector_once(ws, reads):
 
 
 def test_each_thread_reads_on_its_own_connection(ws):
-    reads = ws.reads
+    reads = ws._vault.reads
     query = built(reads, "queen cells swarm")
     want = reads.bm25_blocks(query, COLUMN_WEIGHTS, 20, hidden=set(reads.note_ids()[:3]))
     got: list[object] = []
 
     def search() -> None:
-        got.append(ws.db.connect())
+        got.append(ws._vault.db.connect())
         got.append(built(reads, "queen cells swarm") == query)
         got.append(reads.bm25_blocks(query, COLUMN_WEIGHTS, 20, hidden=set(reads.note_ids()[:3])))
 
     thread = threading.Thread(target=search)
     thread.start()
     thread.join()
-    assert got[0] is not ws.db.connect()
+    assert got[0] is not ws._vault.db.connect()
     assert got[1:] == [True, want]
 
 
@@ -225,7 +225,7 @@ def test_a_failed_lexical_read_fails_the_lexical_run_alone(ws, monkeypatch):
     def broken(*args, **kwargs):
         raise sqlite3.OperationalError("database disk image is malformed")
 
-    monkeypatch.setattr(ws.reads, "bm25_blocks", broken)
+    monkeypatch.setattr(ws._vault.reads, "bm25_blocks", broken)
     selection = ws.select("queen cells swarm", k=3)
     assert selection.diagnostics["errors"] == {"lexical": "fts: database disk image is malformed"}
     assert selection.diagnostics["retrieval_path"] == "vector_graph_after_lexical_error"

@@ -102,7 +102,7 @@ def test_an_index_killed_mid_run_recovers_to_the_same_content_as_a_clean_one(tmp
     assert_reader_workers_exit()
 
     with Workspace.open(vault) as ws:  # the killed index opens without error
-        conn = ws.db.connect()
+        conn = ws._vault.db.connect()
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         written = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
         if kill_when == "some notes are written":
@@ -194,7 +194,7 @@ def test_a_run_killed_while_embedding_leaves_vectors_that_status_counts_and_sele
     vault = generated_vault(tmp_path / "vault", 40)
     monkeypatch.setattr(indexer_module, "_EMBED_BATCH", 16)
     with Workspace.open(vault) as ws, pytest.raises(_Died):
-        ws.embedder = _DyingEmbedder(batches=2)
+        ws._vault.embedder = _DyingEmbedder(batches=2)
         ws.index()
     with Workspace.open(vault, embedder=FakeEmbedder()) as ws:
         status = ws.status()
@@ -221,7 +221,7 @@ def test_an_index_killed_while_embedding_by_an_older_vaultctx_names_its_model(tm
     conn.close()
     with Workspace.open(vault) as ws:
         status = ws.status()
-        ws.require_index()  # notes are there: not "has not been indexed yet"
+        ws._vault.require_index()  # notes are there: not "has not been indexed yet"
     assert (status.model, status.vectors) == ("old/model", stored_vectors(db_file(vault)))
     assert 0 < status.vectors < status.blocks
 

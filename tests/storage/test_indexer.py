@@ -672,7 +672,7 @@ def test_a_title_embeds_the_same_from_frontmatter_or_an_opening_h1(make_vault):
     fake = FakeEmbedder()
     with Workspace.open(root, embedder=fake) as ws:
         ws.index()
-        titles = dict(ws.db.connect().execute("SELECT path, title FROM notes"))
+        titles = dict(ws._vault.db.connect().execute("SELECT path, title FROM notes"))
     assert titles == {"docs/17.md": "Thermal lift", "docs/18.md": "Thermal lift"}
     assert sorted(set(fake.seen)) == ["Thermal lift\nWings at speed."]
 

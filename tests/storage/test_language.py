@@ -202,7 +202,7 @@ def test_a_mixed_vault_finds_each_note_in_its_own_language(make_vault):
     root = make_vault(MIXED)
     with Workspace.open(root) as ws:
         ws.index(embed=False)
-        languages = dict(query(ws.db.path, "SELECT path, language FROM notes"))
+        languages = dict(query(ws._vault.db.path, "SELECT path, language FROM notes"))
         assert notes_for(ws, "sincronizado")[0] == "es/Sincronización.md"
         assert notes_for(ws, "las plantillas del complemento")[0] == "es/Plantillas.md"
         assert notes_for(ws, "Vorlage einfügen")[0] == "de/Vorlagen.md"
@@ -367,7 +367,7 @@ def test_a_glossary_is_read_in_the_language_it_opens_with(example_vault: Path):
     glossary = "Reference/Foreign Beekeeping Terms.md"  # an English intro, then French tables
     with Workspace.open(example_vault) as ws:
         ws.index(embed=False)
-        assert dict(query(ws.db.path, "SELECT path, language FROM notes"))[glossary] == "en"
+        assert dict(query(ws._vault.db.path, "SELECT path, language FROM notes"))[glossary] == "en"
         for words in ("enfumoir", "rêverie", "Bienenstöcke"):
             assert glossary in notes_for(ws, words), words
 

@@ -134,7 +134,7 @@ def test_changes_made_while_nothing_watched_are_caught_up(workspace: Workspace) 
 
 
 def test_classify_maps_events_to_note_paths(workspace: Workspace) -> None:
-    watcher = VaultWatcher(workspace, embed=False)
+    watcher = VaultWatcher(workspace._vault, embed=False)
     root = workspace.root
     changes = watcher.classify(
         [

@@ -44,8 +44,11 @@ def test_the_vault_indexes_and_answers_without_loading_any_layer_above_it(
 
 
 def test_the_public_workspace_is_the_facade_over_a_vault(example_vault: Path) -> None:
-    assert issubclass(Workspace, Vault) and Workspace.__module__ == "vaultctx.workspace"
+    """It holds a vault rather than being one: nothing of `Vault` is public on it but what
+    it declares itself."""
+    assert not issubclass(Workspace, Vault) and Workspace.__module__ == "vaultctx.workspace"
     with Workspace.open(example_vault) as ws:
+        assert isinstance(ws._vault, Vault)
         ws.index(embed=False)
         assert repr(ws) == f"Workspace({str(example_vault.resolve())!r})"
         assert ws.select("varroa", k=3, use_vectors=False).candidates

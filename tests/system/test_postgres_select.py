@@ -33,7 +33,7 @@ def test_select_reads_the_same_ranking_from_postgresql(example_vault: Path, post
         expected = selected(lite)
         related = [c.id for c in lite.related("Varroa mites", k=5).candidates]
     with Workspace.open(example_vault, {"database_url": postgres_url}, embedder=embedder) as ws:
-        assert isinstance(ws.reads, PostgresReads)
+        assert isinstance(ws._vault.reads, PostgresReads)
         report = ws.index()
         assert report.published is not None and report.published["full"]
         assert report.embedded == 0  # the SQLite index had every vector already
@@ -122,7 +122,7 @@ def test_an_index_kept_for_a_database_has_no_full_text_until_it_is_read_here(
         next(example_vault.rglob("Varroa*.md")).unlink()
         report = ws.index()
         assert report.published["notes_written"] == 1 and report.published["notes_deleted"] == 1
-        assert full_text_terms(ws.db.path) == 0
+        assert full_text_terms(ws._vault.db.path) == 0
         published = selected(ws)
     with Workspace.open(example_vault, kept, embedder=embedder) as back:
         assert_full_text_matches_blocks(back.db.path)
@@ -187,7 +187,7 @@ def test_servers_over_one_database_answer_alike_and_one_indexes(
     first.index()
     assert selected(second) == selected(first)
     assert second.status().notes == first.status().notes > 0
-    assert second.resolve_note("Varroa mites") == first.resolve_note("Varroa mites")
+    assert second._vault.resolve_note("Varroa mites") == first._vault.resolve_note("Varroa mites")
     assert [c.id for c in second.related("Varroa mites", k=5).candidates] == [
         c.id for c in first.related("Varroa mites", k=5).candidates
     ]

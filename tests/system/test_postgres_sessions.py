@@ -50,7 +50,7 @@ def test_a_session_one_server_started_another_resumes(
         rows = b.session(started.session_id)
         with pytest.raises(SessionNotFound):
             b.session("20260101-000000-abcdef")
-        assert not sessions_dir(b).exists()  # no file: the database holds it
+        assert not sessions_dir(b._agent_port()).exists()  # no file: the database holds it
     assert resumed.session_id == started.session_id
     second_turn = model.seen["orchestrator"][1].messages
     said = json.dumps(second_turn)

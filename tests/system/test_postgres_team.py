@@ -66,7 +66,7 @@ def test_tokens_are_made_shown_once_and_revoked(team_vault: Path, postgres_url: 
         assert team.authenticate(token) is None
         again = team.add("alice")
         assert again != token and team.authenticate(again).name == "alice"
-        with ws.reads.connect().cursor() as cur:  # the database holds no token itself
+        with ws._vault.reads.connect().cursor() as cur:  # the database holds no token itself
             stored = json.dumps(cur.execute("SELECT * FROM people").fetchall(), default=str)
         assert again not in stored and token not in stored
 
@@ -248,9 +248,9 @@ def test_a_team_server_keeps_one_copy_of_the_index_for_all_its_people(
             ]
             together = connections()
         people = [ws.for_person(ws.team.authenticate(token)) for token in tokens]
-        assert all(p.reads is ws.reads for p in people)
-        assert all(p.selector.vectors is ws.selector.vectors for p in people)
-        assert all(p.selector.graph is ws.selector.graph for p in people)
+        assert all(p._vault.reads is ws._vault.reads for p in people)
+        assert all(p._selector.vectors is ws._selector.vectors for p in people)
+        assert all(p._selector.graph is ws._selector.graph for p in people)
         assert all(p.memory.repo is ws.memory.repo for p in people)  # the vault's memory too
         assert len({id(p.memory.places.account(create=True)) for p in people}) == len(people)
     assert all(status == 200 for status, _, _ in answers)

@@ -107,7 +107,8 @@ def model_config(llm_server: LLMServer) -> dict[str, object]:
 
 
 def test_a_note_behind_a_symlink_is_indexed_once_under_its_real_path(ws: Workspace) -> None:
-    paths = [row[0] for row in ws.db.connect().execute("SELECT path FROM notes ORDER BY path")]
+    rows = ws._vault.db.connect().execute("SELECT path FROM notes ORDER BY path")
+    paths = [row[0] for row in rows]
     assert paths == ["Apiary.md", "Orchard.md", "Private/secret.md"]
 
 
@@ -133,7 +134,7 @@ def test_how_a_query_is_read_never_tells_a_hidden_note_s_language(vault: Path) -
     )
     with Workspace.open(vault, {"embed": False}) as workspace:
         workspace.index()
-        languages = dict(index_rows(workspace.db.path, "SELECT path, language FROM notes"))
+        languages = dict(index_rows(workspace._vault.db.path, "SELECT path, language FROM notes"))
         selection = workspace.select("honig", explain=True)
     assert languages["Private/notizen.md"] == "de"
     assert selection.explain["lexical"]["languages"] == ["en"]
@@ -175,11 +176,12 @@ def test_a_note_moved_into_a_denied_folder_keeps_its_vectors_not_its_visibility(
         before = ws.select("orchard honey ledger", k=20)
         assert before.diagnostics["retrieval_path"] == "hybrid"
         assert moved in json.dumps(before.contract())
-        matrix = ws.selector.vectors.get(ws.reads, ws.generation, embedder.model_id)
+        matrix = ws._selector.vectors.get(ws._vault.reads, ws._vault.generation, embedder.model_id)
         (vault / "Ledger.md").rename(vault / "Private" / "Ledger.md")
         ws.index()
         after = ws.select("orchard honey ledger", k=20)
-        followed = ws.selector.vectors.get(ws.reads, ws.generation, embedder.model_id)
+        vault = ws._vault
+        followed = ws._selector.vectors.get(vault.reads, vault.generation, embedder.model_id)
     assert set(followed.hashes.tolist()) == set(matrix.hashes.tolist())  # the same content
     assert after.diagnostics["retrieval_path"] == "hybrid"
     assert moved not in json.dumps(after.contract()) and not leaks(after.contract())

@@ -299,25 +299,36 @@ class Vault:
         debounce_ms: int = 150,
         catch_up: bool = True,
         on_index: Callable[[IndexReport], None] | None = None,
+        index: Callable[..., IndexReport] | None = None,
     ) -> VaultWatcher:
         """Re-index notes as they are saved, in a background thread, while queries run.
 
-        Returns the started watcher; call its `stop()` (or `close()` this workspace). With
+        Returns the started watcher; call its `stop()` (or `close()` this vault). With
         `catch_up`, edits made while nothing watched are indexed first. `on_index(report)`
-        runs in the watcher's thread after each run that changed the index.
+        runs in the watcher's thread after each run that changed the index; `index` is what
+        a run calls instead of `self.index`.
         """
         watcher = VaultWatcher(
-            self, embed=embed, debounce_ms=debounce_ms, catch_up=catch_up, on_index=on_index
+            self,
+            embed=embed,
+            debounce_ms=debounce_ms,
+            catch_up=catch_up,
+            on_index=on_index,
+            index=index,
         )
         self._watchers.append(watcher)
         return watcher.start()
 
     # --- lifecycle -----------------------------------------------------------------------
 
-    def close(self) -> None:
+    def stop_watching(self) -> None:
+        """Stop every watcher this vault started."""
         for watcher in self._watchers:
             watcher.stop()
         self._watchers.clear()
+
+    def close(self) -> None:
+        self.stop_watching()
         if self._seat is not None:
             self._seat.release()
         if self._owns_reads:

@@ -83,8 +83,12 @@ class VaultWatcher:
         debounce_ms: int = DEFAULT_DEBOUNCE_MS,
         catch_up: bool = True,
         on_index: Callable[[IndexReport], None] | None = None,
+        index: Callable[..., IndexReport] | None = None,
     ) -> None:
+        """`index`: what a run calls instead of `vault.index` (the workspace's, which also
+        brings a team's memories up to date)."""
         self.vault = vault
+        self._run_index = vault.index if index is None else index
         self.embed = embed
         self.debounce_ms = debounce_ms
         self.catch_up = catch_up
@@ -201,10 +205,10 @@ class VaultWatcher:
         try:
             # Text first, so the edit is searchable at once; then the vectors of new blocks,
             # which may take long when a whole vault still needs embedding.
-            report = ws.index(embed=False, paths=None if changes.full else sorted(changes.paths))
-            self._report(report)
+            paths = None if changes.full else sorted(changes.paths)
+            self._report(self._run_index(embed=False, paths=paths))
             if embed:
-                self._report(ws.index(embed=True, paths=[]))
+                self._report(self._run_index(embed=True, paths=[]))
         except VaultctxError as exc:  # typically IndexLocked: another process is indexing
             self.last_error = str(exc)
             return changes
