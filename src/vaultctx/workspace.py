@@ -341,7 +341,7 @@ class Workspace(Vault):
             vectors = self.selector.vectors  # takes the lock below itself
             with self._selector_lock:  # not the write lock: a running index() must not block
                 if self._refiner is None:
-                    self._refiner = Refiner(self, vectors)
+                    self._refiner = Refiner(self, vectors, policy=self.policy)
         return self._refiner
 
     def context(
@@ -384,15 +384,12 @@ class Workspace(Vault):
         """What `context` would send to the model for `query`, sending nothing: the model
         (None: none configured, so nothing would leave the machine) and the messages."""
         from .llm import LLMSettings
-        from .pipeline.refine import gate_prompt
 
         settings = LLMSettings.resolve(self.config, model=model)
         if not settings.configured:
             return {"model": None, "api_base": None, "messages": []}
         selection = self.select(query, k=k, filters=filters, use_vectors=use_vectors)
-        candidates = list(selection.candidates)
-        messages = gate_prompt(selection.query, candidates)[1] if candidates else []
-        return {"model": settings.model, "api_base": settings.api_base, "messages": messages}
+        return self.refiner.gate_request(selection, settings)
 
     # --- agent turn ----------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from ..config import Config, default
 
@@ -17,12 +18,14 @@ class LLMSettings:
     OpenAI-compatible `api_base`, an optional key and the per-call timeout in seconds.
 
     `model=None` means no model is configured: callers fall back to deterministic paths.
+    `audit_log`: the vault's audit log (`storage.audit`), where every call is recorded.
     """
 
     model: str | None = None
     api_base: str | None = None
     api_key: str | None = None
     timeout: float = DEFAULT_TIMEOUT
+    audit_log: Path | None = None
 
     @property
     def configured(self) -> bool:
