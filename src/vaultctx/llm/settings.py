@@ -40,6 +40,7 @@ class LLMSettings:
         api_base: str | None = None,
         api_key: str | None = None,
         timeout: float | None = None,
+        audit_log: Path | None = None,
     ) -> LLMSettings:
         """Explicit arguments > `VAULTCTX_LLM_*` environment > the vault's config file.
 
@@ -65,6 +66,7 @@ class LLMSettings:
             api_base=api_base or base.api_base,
             api_key=api_key or os.environ.get("VAULTCTX_LLM_API_KEY") or None,
             timeout=timeout if timeout is not None else base.timeout,
+            audit_log=audit_log,
         )
 
     def litellm_kwargs(self) -> dict[str, str]:
