@@ -37,10 +37,9 @@ LOCAL_PROVIDERS: dict[str, tuple[str, ...]] = {
 def is_loopback(api_base: str) -> bool:
     """Whether an endpoint URL's host is this machine: localhost, 127.0.0.0/8 or ::1."""
     url = api_base.strip()
-    parts = urlsplit(url if "//" in url else f"//{url}")
     try:
-        host = parts.hostname
-    except ValueError:
+        host = urlsplit(url if "//" in url else f"//{url}").hostname
+    except ValueError:  # not a URL (an unclosed IPv6 bracket, a bad port): not known local
         return False
     if not host:
         return False

@@ -100,7 +100,11 @@ def public_endpoint(api_base: str | None) -> str | None:
     """`api_base` without what may be a secret: a user and password, a query, a fragment."""
     if not api_base:
         return None
-    parts = urlsplit(api_base.strip())
+    text = api_base.strip()
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # not a URL: what follows the last "@", before any query
+        return text.rpartition("@")[2].split("?")[0].split("#")[0] or None
     if not parts.netloc:
         return parts.path.rpartition("@")[2] or None
     host = parts.netloc.rpartition("@")[2]
