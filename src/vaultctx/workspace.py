@@ -415,7 +415,7 @@ class Workspace:
             vectors = self._selector.vectors  # takes the lock below itself
             with self._selector_lock:  # not the write lock: a running index() must not block
                 if self._refiner_made is None:
-                    self._refiner_made = Refiner(self._vault, vectors)
+                    self._refiner_made = Refiner(self._vault, vectors, policy=self._policy)
         return self._refiner_made
 
     def context(
@@ -458,15 +458,12 @@ class Workspace:
         """What `context` would send to the model for `query`, sending nothing: the model
         (None: none configured, so nothing would leave the machine) and the messages."""
         from .llm import LLMSettings
-        from .pipeline.refine import gate_prompt
 
         settings = LLMSettings.resolve(self.config, model=model)
         if not settings.configured:
             return {"model": None, "api_base": None, "messages": []}
         selection = self.select(query, k=k, filters=filters, use_vectors=use_vectors)
-        candidates = list(selection.candidates)
-        messages = gate_prompt(selection.query, candidates)[1] if candidates else []
-        return {"model": settings.model, "api_base": settings.api_base, "messages": messages}
+        return self._refiner.gate_request(selection, settings)
 
     # --- agent turn ----------------------------------------------------------------------
 

@@ -25,6 +25,8 @@ from pydantic import BaseModel, Field
 from .. import prompts
 from ..errors import LLMError
 from ..llm import LLMSettings, complete_structured
+from ..permissions import destination_of
+from ..storage.audit import AuditNote
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +189,13 @@ def _llm_summary(
     earlier = previous[1].get("summary", "") if previous else ""
     try:
         parsed, record = complete_structured(
-            prompts.compaction_messages(earlier, turns), CompactionSummary, settings=settings
+            prompts.compaction_messages(earlier, turns),
+            CompactionSummary,
+            settings=settings,
+            audit=AuditNote(
+                purpose="compaction",
+                destination=destination_of(settings.model or "", settings.api_base).value,
+            ),
         )
     except LLMError as exc:
         log.warning("compaction summary failed, summarizing deterministically: %s", exc)

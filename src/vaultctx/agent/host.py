@@ -15,13 +15,43 @@ from typing import Any
 
 from ..errors import LLMTimeout
 from ..llm import Completion, LLMSettings, complete
-from ..permissions import Capability, PermissionGuard, vault_relative
+from ..permissions import Capability, PermissionGuard, destination_of, vault_relative
+from ..storage.audit import AuditNote, SentNote
 from .jobs import DelegationTimeout
 from .protocols import Admission, IndexedVault
 from .registers import ToolCallRecord
 from .requests import TurnObserver
 from .tools import admit, require_memory_write, require_write
 from .trace import CompletionTrace
+
+
+def declared(audit: AuditNote | None, guard: PermissionGuard, settings: LLMSettings) -> AuditNote:
+    """An agent's declaration of a request, completed where the request is sent: where it
+    goes (the settings' model and endpoint) and the policy's reason each note may go there."""
+    destination = destination_of(settings.model or "", settings.api_base)
+    audit = audit or AuditNote(purpose="agent")
+    notes = tuple(
+        SentNote(
+            note.path,
+            note.blocks,
+            note.rule or guard.policy.effect_for(Capability.VAULT_READ, note.path, destination)[1],
+        )
+        for note in audit.notes
+    )
+    return AuditNote(purpose=audit.purpose, destination=destination.value, notes=notes)
+
+
+def audited_complete(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    settings: LLMSettings,
+    guard: PermissionGuard,
+    audit: AuditNote | None = None,
+    **options: Any,
+) -> Completion:
+    """`llm.complete` for an agent of a turn under `guard`: its request recorded as
+    `declared` says."""
+    return complete(messages, settings=settings, audit=declared(audit, guard, settings), **options)
 
 
 class DelegationHost:
@@ -91,14 +121,17 @@ class DelegationHost:
         tools: Sequence[Mapping[str, Any]],
         tool_choice: str | None,
         timeout: float,
+        audit: AuditNote | None = None,
     ) -> Completion:
         left = self.remaining()
         if left <= 0:
             raise DelegationTimeout
         try:
-            return complete(
+            return audited_complete(
                 messages,
                 settings=self.settings,
+                guard=self.guard,
+                audit=audit,
                 tools=tools,
                 tool_choice=tool_choice,
                 timeout=min(timeout, left),

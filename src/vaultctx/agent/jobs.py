@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from ..errors import VaultctxError
 from ..llm.client import ToolCall
+from ..storage.audit import SentNote
 from .protocols import Guard, VaultAccess
 from .registers import INSTRUCTIONS, ContentProvider
 from .requests import ModelCall, ResponseRequestBuilder, TurnObserver
@@ -66,12 +67,13 @@ class ModelJob(Job):
     """An agent that works with the model and `tools` (their schemas): up to `max_calls`
     model calls, the last of which may not call tools. Its result is the final answer
     (`incomplete` when the calls ran out first); model failures raise and become the
-    delegation's structured error."""
+    delegation's structured error. `notes`: those its `messages` hold (for the audit log)."""
 
     messages: tuple[dict[str, Any], ...] = ()
     tools: tuple[dict[str, Any], ...] = ()
     model: str = ""
     max_calls: int = 5
+    notes: tuple[SentNote, ...] = ()
 
     def run(self, ctx: ToolContext, parent: Parent) -> dict[str, Any]:
         deadline = time.monotonic() + self.timeout
@@ -82,6 +84,7 @@ class ModelJob(Job):
             tools=self.tools,
             timeout=self.timeout,
             observer=parent,
+            notes=self.notes,
         )
         provider = ContentProvider()
         provider[INSTRUCTIONS].items.extend(self.messages)

@@ -17,10 +17,10 @@ from functools import partial
 from typing import Any
 
 from ..errors import SkillError
-from ..llm import LLMSettings, ToolCall, complete
+from ..llm import LLMSettings, ToolCall
 from ..permissions import Capability, PermissionGuard
 from .delegates import Delegates
-from .host import DelegationHost
+from .host import DelegationHost, audited_complete
 from .jobs import ModelJob, WorkerJob
 from .prepare import TurnPreparation, resolve_provider_model
 from .protocols import IndexedVault
@@ -78,10 +78,11 @@ class Orchestrator:
         builder = ResponseRequestBuilder(
             agent="orchestrator",
             model=team.settings.model or "",
-            complete=partial(complete, settings=team.settings),
+            complete=partial(audited_complete, settings=team.settings, guard=team.guard),
             tools=[*VAULT_TOOL_SCHEMAS, INVESTIGATE, *self.skills.schemas()],
             timeout=team.timeout,
             observer=team.observer,
+            notes=preparation.notes,
         )
         self.traces = builder.traces
         run = OrchestratorRun(answer=GAVE_UP, traces=self.traces)

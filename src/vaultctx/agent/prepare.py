@@ -15,6 +15,7 @@ from typing import Any
 from .. import prompts
 from ..errors import LLMNotConfigured
 from ..pipeline.context import SessionContext, canonical_json
+from ..storage.audit import SentNote
 
 Message = dict[str, Any]
 
@@ -29,6 +30,7 @@ class TurnPreparation:
     resolved_provider: str
     resolved_model: str
     prompt_render_hash: str
+    notes: tuple[SentNote, ...] = ()  # the context's notes and blocks, for the audit log
 
     @property
     def litellm_model(self) -> str:
@@ -81,6 +83,21 @@ def context_pack(context: SessionContext | None) -> dict[str, Any]:
             for item in context.items
         ],
     }
+
+
+def context_notes(context: SessionContext | None) -> tuple[SentNote, ...]:
+    """The notes of a SessionContext's items, with the ids of their blocks (neighbours
+    merged in included): what of the vault the context block sends."""
+    blocks: dict[str, list[int]] = {}
+    for item in context.items if context is not None else ():
+        if item.path is None:
+            continue
+        ids = blocks.setdefault(item.path, [])
+        for block in (item.id, *item.merged):
+            kind, _, number = block.partition(":")
+            if kind == "block" and number.isdigit():
+                ids.append(int(number))
+    return tuple(SentNote(path, tuple(dict.fromkeys(ids))) for path, ids in blocks.items())
 
 
 class TurnPreparer:
@@ -146,4 +163,5 @@ class TurnPreparer:
             resolved_provider=provider,
             resolved_model=model,
             prompt_render_hash=stable_hash({"text": self.system_prompt}),
+            notes=context_notes(context),
         )

@@ -4,6 +4,9 @@ model (the agent's only call of `vaultctx.llm.complete`) and fills that call's t
 Rendering: Session Context registers (instructions, then the retained transcript), then
 the Consumable ToolCallManifest as tool messages. After a successful call the delivered
 tool messages move into the transcript and the manifest is cleared.
+
+Each call declares the notes whose text its messages hold (an `AuditNote` for the audit
+log): those the instructions were built from, and every note a tool result so far names.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any, Protocol
 from .. import prompts
 from ..errors import LLMError
 from ..llm import Completion
+from ..storage.audit import AuditNote, SentNote
 from .registers import INSTRUCTIONS, TRANSCRIPT, ContentProvider, ToolCallRecord
 from .trace import CompletionTrace, CompletionTraceStep
 
@@ -43,7 +47,25 @@ class ModelCall(Protocol):
         tools: Sequence[Mapping[str, Any]],
         tool_choice: str | None,
         timeout: float,
+        audit: AuditNote | None = None,
     ) -> Completion: ...
+
+
+def notes_in(output: Any) -> list[str]:
+    """Every note path a tool's output names (`path` at any depth), in order: what of the
+    vault a tool result brings into the messages."""
+    found: list[str] = []
+    if isinstance(output, Mapping):
+        path = output.get("path")
+        if isinstance(path, str) and path:
+            found.append(path)
+        for value in output.values():
+            if isinstance(value, Mapping | list):
+                found.extend(notes_in(value))
+    elif isinstance(output, list):
+        for value in output:
+            found.extend(notes_in(value))
+    return found
 
 
 def tool_message(record: ToolCallRecord) -> dict[str, Any]:
@@ -74,7 +96,7 @@ def assistant_message(completion: Completion) -> dict[str, Any]:
 
 class ResponseRequestBuilder:
     """Builds and sends the requests of one agent (`agent` names it in traces, `model` is
-    what `complete` calls)."""
+    what `complete` calls). `notes` are those the instructions were built from."""
 
     def __init__(
         self,
@@ -85,6 +107,7 @@ class ResponseRequestBuilder:
         tools: Sequence[Mapping[str, Any]],
         timeout: float,
         observer: TurnObserver,
+        notes: Sequence[SentNote] = (),
     ) -> None:
         self.agent = agent
         self.model = model
@@ -94,6 +117,15 @@ class ResponseRequestBuilder:
         self.timeout = timeout
         self.traces: list[CompletionTrace] = []
         self.last_messages: list[dict[str, Any]] = []
+        self.notes: dict[str, SentNote] = {n.path: n for n in notes}
+
+    def audit(self, provider: ContentProvider) -> AuditNote:
+        """The notes in the next request: the instructions', and those named by the tool
+        results delivered so far (they stay in the transcript) or about to be."""
+        for record in provider.manifest.items:
+            for path in notes_in(record.output):
+                self.notes.setdefault(path, SentNote(path))
+        return AuditNote(purpose="agent", notes=tuple(self.notes.values()))
 
     def render(self, provider: ContentProvider) -> list[dict[str, Any]]:
         return [
@@ -124,6 +156,7 @@ class ResponseRequestBuilder:
                 tools=self.tools,
                 tool_choice="none" if final else None,
                 timeout=timeout or self.timeout,
+                audit=self.audit(provider),
             )
         except LLMError as exc:
             record = exc.record

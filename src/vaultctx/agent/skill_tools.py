@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import prompts
 from ..permissions import PermissionGuard
+from ..storage.audit import SentNote
 from .jobs import ModelJob
 from .protocols import IndexedVault
 from .registers import ToolCallRecord
@@ -176,6 +177,7 @@ def skill_job(
         tools=VAULT_TOOL_SCHEMAS,
         model=model,
         max_calls=MAX_SKILL_CALLS,
+        notes=(SentNote(entry.skill.path),),
     )
 
 

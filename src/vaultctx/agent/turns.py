@@ -21,6 +21,7 @@ from ..errors import NoteNotFound
 from ..llm import LLMSettings, count_tokens
 from ..permissions import Asker, Capability, PermissionGuard
 from ..pipeline.context import SessionContext
+from ..storage.audit import AuditLog
 from .compaction import compact, history_from_rows
 from .delegates import Delegates
 from .orchestrator import Orchestrator, OrchestratorRun, Team
@@ -221,7 +222,10 @@ class AgentRequestHandler:
         capabilities."""
         provider, model = resolve_provider_model(None, self.model, self.preparer.model_chain)
         settings = LLMSettings.resolve(
-            self.ws.config, model=f"{provider}/{model}", timeout=self.ws.config.agent_timeout
+            self.ws.config,
+            model=f"{provider}/{model}",
+            timeout=self.ws.config.agent_timeout,
+            audit_log=AuditLog.of(self.ws.db.path.parent).path,
         )
         # The turn's delegations share a child process; none outlives the turn.
         with Delegates(processes=self.ws.config.agent_processes) as delegates:
@@ -404,7 +408,9 @@ class AgentRequestHandler:
         before = count_tokens(list(preparation.messages), model=preparation.litellm_model)
         if before <= config.context_window_tokens:
             return preparation
-        cheap = LLMSettings.resolve(config, timeout=config.agent_timeout)
+        cheap = LLMSettings.resolve(
+            config, timeout=config.agent_timeout, audit_log=AuditLog.of(self.ws.db.path.parent).path
+        )
         compaction = compact(
             rows, question=question, keep_turns=config.compaction_keep_turns, settings=cheap
         )

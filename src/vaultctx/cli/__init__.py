@@ -37,6 +37,7 @@ LAZY_COMMANDS = {
     "skills": "skills_cmds",
     "obsidian": "obsidian_cmds",
     "team": "team_cmds",
+    "audit": "audit_cmds",
 }
 
 

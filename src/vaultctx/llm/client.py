@@ -4,11 +4,16 @@ litellm costs about a second to import, so it is imported on first use (or in th
 background with `warm_up`), after pinning its cost map to the bundled copy: otherwise the
 import itself fetches the map over the network. Every error a provider or litellm raises is
 turned into vaultctx's own `LLMError` family here, carrying the call's `CallRecord`.
+
+With an audit log in the settings, each call is recorded there before it is sent and
+completed after it (`storage.audit`): what the caller declares is in the request (`audit`),
+the model, its endpoint and the tokens. A call whose record cannot be written is not sent.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
@@ -18,7 +23,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ..errors import LLMError, LLMFailed, LLMNotConfigured, LLMRateLimited, LLMTimeout
+from ..errors import (
+    LLMError,
+    LLMFailed,
+    LLMNotConfigured,
+    LLMRateLimited,
+    LLMTimeout,
+    VaultctxError,
+)
+from ..storage.audit import AuditLog, AuditNote
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -33,6 +46,8 @@ ModelT = TypeVar("ModelT", bound="BaseModel")
 MIN_RETRY_WINDOW = 0.1
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _import_lock = threading.Lock()
+log = logging.getLogger(__name__)
+UNDECLARED = AuditNote(purpose="unspecified")
 
 
 @dataclass(frozen=True)
@@ -108,10 +123,13 @@ def complete(
     response_format: Mapping[str, Any] | None = None,
     temperature: float | None = 0.0,
     max_tokens: int | None = None,
+    audit: AuditNote | None = None,
 ) -> Completion:
     """One chat completion. `tools` are OpenAI-format function schemas; tool calls come back
     as `ToolCall`s whatever the provider. Retries (transient failures only) happen only while
-    they fit inside `timeout`, which bounds the whole call, not each attempt.
+    they fit inside `timeout`, which bounds the whole call, not each attempt. `audit` says
+    what the request is for and which notes are in it (one row of the audit log per call,
+    its attempts counted).
 
     Raises `LLMNotConfigured`, `LLMTimeout`, `LLMRateLimited` or `LLMFailed`.
     """
@@ -129,8 +147,18 @@ def complete(
         max_tokens=max_tokens,
     )
     call = _Call.start(model, limit)
-    response = _attempt_until_answered(litellm, kwargs, call, max_retries)
-    return _completion(response, call)
+    audited = _Audited.begin(settings, model, audit or UNDECLARED, call)
+    record: CallRecord | None = None
+    try:
+        completion = _completion(_attempt_until_answered(litellm, kwargs, call, max_retries), call)
+        record = completion.record
+        return completion
+    except LLMError as exc:
+        record = exc.record if isinstance(exc.record, CallRecord) else None
+        raise
+    finally:
+        if audited is not None:
+            audited.finish(record, call)
 
 
 def complete_structured(
@@ -140,6 +168,7 @@ def complete_structured(
     settings: LLMSettings,
     timeout: float | None = None,
     max_retries: int = 0,
+    audit: AuditNote | None = None,
 ) -> tuple[ModelT | None, CallRecord]:
     """Ask for JSON and validate it against `schema`. An answer that is not valid JSON of
     that shape is `(None, record)` with outcome "invalid_output"; transport failures raise
@@ -150,6 +179,7 @@ def complete_structured(
         timeout=timeout,
         max_retries=max_retries,
         response_format={"type": "json_object"},
+        audit=audit,
     )
     parsed, problem = parse_json_model(completion.content or "", schema)
     if parsed is None:
@@ -214,6 +244,46 @@ class _Call:
             started_at=self.started_at,
             attempts=self.attempts,
         )
+
+
+@dataclass(frozen=True)
+class _Audited:
+    """A call's row in the audit log, from before it is sent until it has ended."""
+
+    log: AuditLog
+    row: int
+
+    @classmethod
+    def begin(
+        cls, settings: LLMSettings, model: str, audit: AuditNote, call: _Call
+    ) -> _Audited | None:
+        """The call's row, or None without an audit log. `LLMFailed` (and nothing sent)
+        when the log cannot be written: no request leaves unrecorded."""
+        if settings.audit_log is None:
+            return None
+        auditor = AuditLog(settings.audit_log)
+        try:
+            row = auditor.begin(model=model, api_base=settings.api_base, note=audit)
+        except VaultctxError as exc:
+            error = LLMFailed(f"not sent: the audit log cannot be written: {exc}")
+            error.record = call.failed(error)
+            raise error from exc
+        return cls(auditor, row)
+
+    def finish(self, record: CallRecord | None, call: _Call) -> None:
+        """How the call ended and what it cost; a failure to say so is logged, the answer
+        (already received) still returned."""
+        try:
+            self.log.finish(
+                self.row,
+                outcome=record.outcome if record is not None else "error",
+                tokens_in=record.tokens_in if record is not None else 0,
+                tokens_out=record.tokens_out if record is not None else 0,
+                attempts=call.attempts,
+                latency_ms=call.latency_ms(),
+            )
+        except VaultctxError as exc:
+            log.warning("audit log %s: request %d not completed: %s", self.log.path, self.row, exc)
 
 
 def _configured_model(settings: LLMSettings) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from ..config import Config, default
 
@@ -17,12 +18,14 @@ class LLMSettings:
     OpenAI-compatible `api_base`, an optional key and the per-call timeout in seconds.
 
     `model=None` means no model is configured: callers fall back to deterministic paths.
+    `audit_log`: the vault's audit log (`storage.audit`), where every call is recorded.
     """
 
     model: str | None = None
     api_base: str | None = None
     api_key: str | None = None
     timeout: float = DEFAULT_TIMEOUT
+    audit_log: Path | None = None
 
     @property
     def configured(self) -> bool:
@@ -37,6 +40,7 @@ class LLMSettings:
         api_base: str | None = None,
         api_key: str | None = None,
         timeout: float | None = None,
+        audit_log: Path | None = None,
     ) -> LLMSettings:
         """Explicit arguments > `VAULTCTX_LLM_*` environment > the vault's config file.
 
@@ -62,6 +66,7 @@ class LLMSettings:
             api_base=api_base or base.api_base,
             api_key=api_key or os.environ.get("VAULTCTX_LLM_API_KEY") or None,
             timeout=timeout if timeout is not None else base.timeout,
+            audit_log=audit_log,
         )
 
     def litellm_kwargs(self) -> dict[str, str]:

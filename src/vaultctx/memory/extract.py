@@ -235,7 +235,9 @@ class LLMExtractor:
 
     def extract(self, turn: Turn) -> list[Observation]:
         from ..llm import complete_structured  # the client and prompts: only with a model
+        from ..permissions import destination_of
         from ..prompts import memory_extract_messages
+        from ..storage.audit import AuditNote
 
         text = turn.user.strip()
         if turn.assistant.strip():
@@ -245,6 +247,10 @@ class LLMExtractor:
             ExtractedMemories,
             settings=self.settings,
             timeout=self.timeout,
+            audit=AuditNote(
+                purpose="memory",
+                destination=destination_of(self.settings.model or "", self.settings.api_base).value,
+            ),
         )
         if answer is None:
             raise LLMFailed(f"memory extraction: {record.error}")

@@ -19,6 +19,7 @@ from ..config import Config, validation_message
 from ..errors import ConfigError
 from ..llm.settings import LLMSettings
 from ..search.fusion import DEFAULT_RRF_K
+from ..storage.audit import AuditLog
 from . import extract as ex
 from .derive import TurnDeriver, TurnJob
 from .merging import MemoryDraft
@@ -144,6 +145,7 @@ class AgentMemoryFacade:
         vault indexed without embeddings never loads the model for its memories either.
         With `llm_model` configured, turns are extracted by the model (`LLMExtractor`)."""
         cfg = vault.config
+        index = vault.db.path.parent
         indexed_model = vault.reads.meta("embedding_model")
         never_indexed = vault.reads.meta("last_indexed") is None
         vectors = cfg.embed and (
@@ -156,7 +158,11 @@ class AgentMemoryFacade:
             embed_query=embed_query if vectors else None,
             half_lives=tier_half_lives(cfg),
             rrf_k=cfg.rrf_k,
-            extractor=ex.LLMExtractor(LLMSettings.resolve(cfg)) if cfg.llm_model else None,
+            extractor=(
+                ex.LLMExtractor(LLMSettings.resolve(cfg, audit_log=AuditLog.of(index).path))
+                if cfg.llm_model
+                else None
+            ),
             policy=policy,
             account_path=(
                 vault.db.path.parent / PEOPLE_DIRNAME / person.name / ACCOUNT_DB

@@ -10,6 +10,7 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .capability import Capability
+    from .destination import Destination, destination_of
     from .guard import Asker, Decision, PermissionGuard
     from .paths import confine, vault_relative
     from .policy import (
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 # Loaded on first use (PEP 562): an agent's child process names capabilities only.
 _LAZY = {
     "Capability": ".capability",
+    "Destination": ".destination",
+    "destination_of": ".destination",
     "Asker": ".guard",
     "Decision": ".guard",
     "PermissionGuard": ".guard",
@@ -46,6 +49,7 @@ __all__ = [
     "Asker",
     "Capability",
     "Decision",
+    "Destination",
     "Effect",
     "PermissionGuard",
     "PersonPolicy",
@@ -53,6 +57,7 @@ __all__ = [
     "Rule",
     "VaultPolicy",
     "confine",
+    "destination_of",
     "load_policy",
     "vault_relative",
 ]

@@ -10,9 +10,16 @@
     paths = ["Inbox/**"]
     effect = "allow"
 
-The first rule whose capability matches and whose globs (gitignore syntax, vault-relative)
-match the resource decides; a rule without `paths` matches any resource. Otherwise the
-capability's default applies. Two things come before the rules: what the vault hides
+    [[rules]]
+    capability = "vault.read"
+    paths = ["Health/**"]
+    destinations = ["remote_model"]     # or "local_model", "client", "model" (both models)
+    effect = "deny"
+
+The first rule whose capability matches, whose globs (gitignore syntax, vault-relative)
+match the resource and whose destinations include where the text goes decides; a rule
+without `paths` matches any resource, one without `destinations` every destination.
+Otherwise the capability's default applies. Two things come before the rules: what the vault hides
 (dot-folders, `.vaultctxignore`) is never readable, and a hidden folder is writable only
 through a rule that names it by path.
 """
@@ -26,12 +33,13 @@ from functools import cached_property
 from pathlib import Path
 
 import pathspec
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from ..config import CONFIG_DIRNAME
 from ..errors import ConfigError
 from ..storage.scanner import IGNORE_FILENAME, excluded, ignore_lines
 from .capability import Capability
+from .destination import MODEL_DESTINATIONS, Destination
 
 POLICY_FILENAME = "permissions.toml"
 
@@ -54,20 +62,41 @@ HIDDEN_FOLDER = "a hidden folder: only a rule that names it by path allows writi
 
 
 class Rule(BaseModel):
-    """One line of policy: `effect` for `capability` on resources matching `paths`."""
+    """One line of policy: `effect` for `capability` on resources matching `paths`, when
+    what they hold goes to one of `destinations` (none: to any)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     capability: Capability
     effect: Effect
     paths: tuple[str, ...] = ()
+    destinations: tuple[Destination, ...] = ()
+
+    @field_validator("destinations", mode="before")
+    @classmethod
+    def _model_shorthand(cls, value: object) -> object:
+        """`"model"` stands for both model destinations; a single name for a list of one."""
+        names = [value] if isinstance(value, str) else value
+        if not isinstance(names, list | tuple):
+            return value
+        expanded: list[object] = []
+        for name in names:
+            for one in MODEL_DESTINATIONS if name == "model" else (name,):
+                if one not in expanded:
+                    expanded.append(one)
+        return tuple(expanded)
 
     @cached_property
     def spec(self) -> pathspec.PathSpec:
         return pathspec.GitIgnoreSpec.from_lines(self.paths)
 
-    def matches(self, capability: Capability, resource: str) -> bool:
-        if capability is not self.capability:
+    def applies_to(self, destination: Destination) -> bool:
+        return not self.destinations or destination in self.destinations
+
+    def matches(
+        self, capability: Capability, resource: str, destination: Destination = Destination.CLIENT
+    ) -> bool:
+        if capability is not self.capability or not self.applies_to(destination):
             return False
         return not self.paths or self.spec.match_file(resource)
 
@@ -81,46 +110,68 @@ class Policy(BaseModel):
     defaults: dict[Capability, Effect] = Field(default_factory=lambda: dict(DEFAULT_EFFECTS))
     rules: tuple[Rule, ...] = ()
     ignore: tuple[str, ...] = ()
-    _readable: dict[str, bool] = PrivateAttr(default_factory=dict)
+    _readable: dict[tuple[str, Destination], bool] = PrivateAttr(default_factory=dict)
+    _restricts: dict[Destination, bool] = PrivateAttr(default_factory=dict)
 
     @cached_property
     def ignore_spec(self) -> pathspec.PathSpec | None:
         return pathspec.GitIgnoreSpec.from_lines(self.ignore) if self.ignore else None
 
-    def effect_for(self, capability: Capability, resource: str) -> tuple[Effect, str]:
-        """The effect and a short reason naming what decided it."""
+    def effect_for(
+        self,
+        capability: Capability,
+        resource: str,
+        destination: Destination = Destination.CLIENT,
+    ) -> tuple[Effect, str]:
+        """The effect and a short reason naming what decided it ("policy rule 2", "policy
+        default", …): what the audit log keeps of why a note reached a model."""
         if capability is Capability.VAULT_READ and excluded(self.ignore_spec, resource):
             return Effect.DENY, HIDDEN_OR_IGNORED
         hidden = capability is Capability.VAULT_WRITE and excluded(None, resource)
         for index, rule in enumerate(self.rules, start=1):
-            if rule.matches(capability, resource) and not (hidden and not rule.paths):
+            if rule.matches(capability, resource, destination) and not (hidden and not rule.paths):
                 return rule.effect, f"policy rule {index}"
         if hidden:
             return Effect.DENY, HIDDEN_FOLDER
         return self.defaults.get(capability, Effect.DENY), "policy default"
 
-    def readable(self, path: str) -> bool:
-        """Whether the note at `path` may reach a model or a client without asking anyone:
-        the one read decision of every door. Remembered per path: a policy never changes."""
-        allowed = self._readable.get(path)
+    def readable(self, path: str, destination: Destination = Destination.CLIENT) -> bool:
+        """Whether the note at `path` may go to `destination` without asking anyone: the
+        one read decision of every door. Remembered per path and destination: a policy
+        never changes."""
+        key = (path, destination)
+        allowed = self._readable.get(key)
         if allowed is None:
-            allowed = self.effect_for(Capability.VAULT_READ, path)[0] is Effect.ALLOW
-            self._readable[path] = allowed
+            effect = self.effect_for(Capability.VAULT_READ, path, destination)[0]
+            allowed = self._readable[key] = effect is Effect.ALLOW
         return allowed
 
-    @cached_property
-    def restricts_reading(self) -> bool:
-        """Whether any indexed note can be unreadable. The index holds no hidden paths (the
-        scan skips them), so without ignore patterns and read rules that allow less than
-        everything, every note is readable and nothing needs checking."""
-        read = Capability.VAULT_READ
-        return bool(self.ignore) or any(
-            effect is not Effect.ALLOW
-            for effect in (
-                self.defaults.get(read, Effect.DENY),
-                *(r.effect for r in self.rules if r.capability is read),
+    def restricts_reading_for(self, destination: Destination) -> bool:
+        """Whether any indexed note can be unreadable at `destination`. The index holds no
+        hidden paths (the scan skips them), so without ignore patterns and read rules for
+        that destination that allow less than everything, every note is readable there and
+        nothing needs checking."""
+        restricts = self._restricts.get(destination)
+        if restricts is None:
+            read = Capability.VAULT_READ
+            restricts = bool(self.ignore) or any(
+                effect is not Effect.ALLOW
+                for effect in (
+                    self.defaults.get(read, Effect.DENY),
+                    *(
+                        r.effect
+                        for r in self.rules
+                        if r.capability is read and r.applies_to(destination)
+                    ),
+                )
             )
-        )
+            self._restricts[destination] = restricts
+        return restricts
+
+    @property
+    def restricts_reading(self) -> bool:
+        """`restricts_reading_for` a client."""
+        return self.restricts_reading_for(Destination.CLIENT)
 
 
 def policy_paths(vault_root: Path, index_dir: Path | None = None) -> list[Path]:
@@ -178,8 +229,8 @@ class VaultPolicy:
                 self._loaded = loaded = (signature, policy)
         return loaded[1]
 
-    def readable(self, path: str) -> bool:
-        return self.current().readable(path)
+    def readable(self, path: str, destination: Destination = Destination.CLIENT) -> bool:
+        return self.current().readable(path, destination)
 
 
 class PersonPolicy(VaultPolicy):

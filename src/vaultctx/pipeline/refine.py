@@ -5,6 +5,11 @@ down, rate limited or talks nonsense).
 The LLM gate asks the model which candidates to keep, validates the answer against the
 candidates, and caches it, so a repeated turn costs no tokens; the deterministic gate is in
 `gate.py`.
+
+With a model configured the context is meant for that model: candidates from notes the
+policy keeps from its destination (a `vault.read` rule with `destinations`) are withheld
+before either gate, so they are neither in the gate's request nor in the context. Each gate
+request is recorded in the vault's audit log with the notes and blocks it holds.
 """
 
 from __future__ import annotations
@@ -12,19 +17,23 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..errors import InvalidQuery, LLMError, LLMRateLimited, LLMTimeout
+from ..permissions import Capability, Destination, destination_of
 from ..prompts import GateCandidate, gate_messages
+from ..storage.audit import AuditLog, AuditNote, SentNote
 from .context import ContextItem, GateName, SessionContext
 from .gate import Neighbour, deterministic_gate, fill_budget
 from .models import Candidate, Selection
 
 if TYPE_CHECKING:
     from ..llm import CallRecord, LLMSettings
+    from ..permissions import Policy, VaultPolicy
     from ..search.vectors import VectorStore
     from ..storage import Vault
 
@@ -103,14 +112,96 @@ def gate_prompt(
     return aliases, gate_messages(query, shown)
 
 
-class Refiner:
-    """Refine for one vault: the gate cache, and access to its blocks and (through the
-    select's warm `VectorStore`) their vectors."""
+def candidate_notes(candidate: Candidate) -> tuple[str, ...]:
+    """The notes whose text a candidate carries: its own, or those a memory came from."""
+    if candidate.path is not None:
+        return (candidate.path,)
+    source = candidate.metadata.get("source")
+    paths = source.get("paths") if isinstance(source, dict) else None
+    return tuple(p for p in paths or () if isinstance(p, str))
 
-    def __init__(self, vault: Vault, vectors: VectorStore, cache_size: int = CACHE_SIZE) -> None:
+
+def gate_destination(settings: LLMSettings) -> Destination:
+    """Where the gate's request goes: its model; a client's eyes when there is none."""
+    if not settings.configured or settings.model is None:
+        return Destination.CLIENT
+    return destination_of(settings.model, settings.api_base)
+
+
+def sendable(
+    candidates: list[Candidate], policy: Policy | None, destination: Destination
+) -> list[Candidate]:
+    """The candidates whose every note `policy` lets go to `destination`."""
+    if policy is None or not policy.restricts_reading_for(destination):
+        return candidates
+    return [
+        c
+        for c in candidates
+        if all(policy.readable(path, destination) for path in candidate_notes(c))
+    ]
+
+
+def gate_audit(
+    candidates: list[Candidate], policy: Policy | None, destination: Destination
+) -> AuditNote:
+    """What the audit log keeps of a gate request: each note sent, its block ids, and the
+    rule (or default) that let it go to `destination`. No text."""
+    blocks: dict[str, list[int]] = {}
+    for candidate in candidates:
+        for path in candidate_notes(candidate):
+            sent = blocks.setdefault(path, [])
+            if candidate.path == path and candidate.block_id is not None:
+                sent.append(candidate.block_id)
+    read = Capability.VAULT_READ
+    notes = tuple(
+        SentNote(
+            path,
+            tuple(dict.fromkeys(ids)),
+            policy.effect_for(read, path, destination)[1] if policy is not None else "",
+        )
+        for path, ids in blocks.items()
+    )
+    return AuditNote(purpose="gate", destination=destination.value, notes=notes)
+
+
+class Refiner:
+    """Refine for one vault: the gate cache, access to its blocks and (through the select's
+    warm `VectorStore`) their vectors, the policy that says what may reach the gate's model,
+    and the audit log its requests are recorded in."""
+
+    def __init__(
+        self,
+        vault: Vault,
+        vectors: VectorStore,
+        cache_size: int = CACHE_SIZE,
+        *,
+        policy: VaultPolicy | None = None,
+    ) -> None:
         self.ws = vault
         self.vectors = vectors
+        self.policy = policy
         self.cache = GateCache(cache_size)
+        self.audit = AuditLog.of(vault.db.path.parent)
+
+    def _policy(self) -> Policy | None:
+        return self.policy.current() if self.policy is not None else None
+
+    def gate_request(self, selection: Selection, settings: LLMSettings) -> dict[str, Any]:
+        """What `refine` would send to the gate's model for `selection`, sending nothing:
+        the model, its endpoint and destination, and the messages (the withheld candidates
+        left out, as `refine` leaves them out)."""
+        if not settings.configured:
+            return {"model": None, "api_base": None, "messages": []}
+        destination = gate_destination(settings)
+        candidates = sendable(list(selection.candidates), self._policy(), destination)
+        messages = gate_prompt(selection.query, candidates)[1] if candidates else []
+        return {
+            "model": settings.model,
+            "api_base": settings.api_base,
+            "destination": destination.value,
+            "withheld": len(selection.candidates) - len(candidates),
+            "messages": messages,
+        }
 
     def refine(
         self,
@@ -125,7 +216,9 @@ class Refiner:
         if budget < 1:
             raise InvalidQuery("the token budget must be at least 1")
         started = time.perf_counter()
-        candidates = list(selection.candidates)
+        destination = gate_destination(settings)
+        policy = self._policy()
+        candidates = sendable(list(selection.candidates), policy, destination)
         vectors, has_vector = self._vectors(candidates) if use_vectors else (None, None)
         diagnostics: dict[str, Any] = {
             "select_ms": selection.diagnostics.get("select_ms"),
@@ -135,6 +228,9 @@ class Refiner:
             "tokens_out": 0,
             "cache": None,
         }
+        if destination is not Destination.CLIENT:
+            diagnostics["destination"] = destination.value
+            diagnostics["withheld_from_model"] = len(selection.candidates) - len(candidates)
         gate: GateName = "deterministic"
         reason: str | None
         items: tuple[ContextItem, ...] = ()
@@ -143,7 +239,9 @@ class Refiner:
         elif not settings.configured:
             reason = "no_model"
         else:
-            chosen, reason, record = self._llm_choice(selection.query, candidates, settings)
+            chosen, reason, record = self._llm_choice(
+                selection.query, candidates, settings, gate_audit(candidates, policy, destination)
+            )
             diagnostics["cache"] = "hit" if reason == "cache" else "miss"
             if record is not None:
                 diagnostics["tokens_in"] = record.tokens_in
@@ -174,9 +272,10 @@ class Refiner:
         return SessionContext.build(selection.query, items, budget, gate, reason, diagnostics)
 
     def _llm_choice(
-        self, query: str, candidates: list[Candidate], settings: LLMSettings
+        self, query: str, candidates: list[Candidate], settings: LLMSettings, audit: AuditNote
     ) -> tuple[list[tuple[Candidate, str]] | None, str | None, CallRecord | None]:
-        """(kept candidates with reasons, or None to fall back; gate reason; call record)."""
+        """(kept candidates with reasons, or None to fall back; gate reason; call record).
+        The request is recorded in the vault's audit log as `audit` declares it."""
         from ..llm import CallRecord, complete_structured  # the client: only with a model
 
         key: CacheKey = (
@@ -191,7 +290,14 @@ class Refiner:
             return [(by_id[cid], why) for cid, why in cached], "cache", None
         aliases, messages = gate_prompt(query, candidates)
         try:
-            answer, record = complete_structured(messages, GateAnswer, settings=settings)
+            answer, record = complete_structured(
+                messages,
+                GateAnswer,
+                settings=settings
+                if settings.audit_log
+                else replace(settings, audit_log=self.audit.path),
+                audit=audit,
+            )
         except LLMError as exc:
             record = exc.record if isinstance(exc.record, CallRecord) else None
             if isinstance(exc, LLMTimeout):
