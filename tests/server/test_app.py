@@ -109,6 +109,19 @@ def test_invalid_fields_are_422_with_a_clear_message(
     assert error["message"].startswith(where)
 
 
+def test_every_body_field_that_chooses_a_model_is_refused_to_a_team_member() -> None:
+    """A route that takes a new way to name a model (or where its requests go) must be
+    refused to team members as `model` is (see test_postgres_team)."""
+    from pydantic import BaseModel
+
+    from vaultctx.server import bodies
+
+    models = [v for v in vars(bodies).values() if isinstance(v, type) and issubclass(v, BaseModel)]
+    fields = {name for body in models for name in body.model_fields}
+    choosing = {f for f in fields if any(word in f for word in ("model", "llm", "api_base"))}
+    assert "model" in choosing and choosing <= bodies.MODEL_CHOICES
+
+
 def test_library_errors_keep_their_type(server: LocalServer) -> None:
     status, _, error = call(server, "POST", "/select", {"query": "   "})
     assert (status, error["error"]) == (422, "InvalidQuery")

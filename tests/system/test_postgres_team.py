@@ -19,8 +19,9 @@ from server_helpers import call
 from vaultctx import Workspace
 from vaultctx.cli import cli
 from vaultctx.errors import ConfigError
+from vaultctx.server.app import ANONYMOUS_LOG_ROWS, ANONYMOUS_SUPPRESSED
 from vaultctx.server.run import LocalServer
-from vaultctx.storage.postgres.team import Person, Team
+from vaultctx.storage.postgres.team import LOGGED_CHARS, Person, Team
 
 BUDGET = "ZEBRABUDGET"  # in a note hidden from bob, readable by alice
 ALICE = "ZEBRAALICE"  # in alice's account-tier memory
@@ -308,3 +309,170 @@ def top_when(server: LocalServer, query: str, path: str, timeout: float = 20.0) 
             break
         time.sleep(0.2)
     return top
+
+
+def test_a_team_member_cannot_choose_a_model_and_nothing_is_sent_to_one(
+    team_vault: Path, postgres_url: str, llm_server: LLMServer
+):
+    """No model is configured, only where one would answer: a member naming a model is
+    refused at every route that takes one, and the model server never hears of it; the
+    owner still chooses one."""
+    llm_server.script(Reply(content='{"keep": [{"id": "c1", "reason": "first"}]}'))
+    with open_server_side(team_vault, postgres_url, llm_api_base=llm_server.api_base) as ws:
+        frank = ws.team.add("frank")
+        with LocalServer(ws, watch=False, warm=False) as server:
+            refused = [
+                call(server, "POST", "/context", {"query": "orchard", "model": model}, token=frank)
+                for model in ("openai/gpt-4o", "openai/test-gate", None)
+            ]
+            refused.append(
+                call(server, "POST", "/ask", {"question": "budget?", "model": "x"}, token=frank)
+            )
+            plain = call(server, "POST", "/context", {"query": "orchard"}, token=frank)
+            member_requests = list(llm_server.requests)
+            owner = call(server, "POST", "/context", {"query": "orchard", "model": "openai/mine"})
+    for status, _, body in refused:
+        assert status == 403, body
+        assert body["error"] == "permission_denied" and "owner" in body["message"]
+    assert plain[0] == 200 and member_requests == []  # no model: the deterministic gate
+    assert owner[0] == 200 and [r.model for r in llm_server.requests] == ["mine"]
+
+
+def test_a_team_member_cannot_replace_the_model_the_owner_configured(
+    team_vault: Path, postgres_url: str, llm_server: LLMServer
+):
+    llm_server.script(Reply(content='{"keep": [{"id": "c1", "reason": "first"}]}'))
+    model = {"llm_model": "openai/test-gate", "llm_api_base": llm_server.api_base}
+    with open_server_side(team_vault, postgres_url, **model) as ws:
+        gina = ws.team.add("gina")
+        with LocalServer(ws, watch=False, warm=False) as server:
+            body = {"query": "orchard", "model": "openai/gpt-4o"}
+            replaced = call(server, "POST", "/context", body, token=gina)
+            asked = len(llm_server.requests)
+            configured = call(server, "POST", "/context", {"query": "orchard"}, token=gina)
+    assert replaced[0] == 403 and replaced[2]["error"] == "permission_denied"
+    assert asked == 0
+    assert configured[0] == 200
+    assert [r.model for r in llm_server.requests] == ["test-gate"]  # the owner's choice
+
+
+HOSTILE_PATHS = {  # sent without a token, as the path of a request
+    "/%1b[2J%1b[Hcleared": "/\\x1b[2J\\x1b[Hcleared",
+    "/x%0a2099-01-01%20owner%20GET%20/fake": "/x\\n2099-01-01 owner GET /fake",
+    "/%e2%80%aeevil": "/\\u202eevil",
+    "/nul%00byte": "/nul\\x00byte",
+    "/[bold%20red]markup[/]": "/[bold red]markup[/]",
+}
+
+
+def test_the_request_log_keeps_what_anyone_sends_printable_and_short(
+    team_vault: Path, postgres_url: str
+):
+    long = "/" + "a" * 5000
+    with open_server_side(team_vault, postgres_url) as ws:
+        with LocalServer(ws, watch=False, warm=False) as server:
+            for path in [*HOSTILE_PATHS, long]:
+                assert call(server, "GET", path, token=None)[0] == 401
+        rows = list(reversed(ws.team.requests()))
+    kept = [r["path"] for r in rows]
+    assert kept[:-1] == list(HOSTILE_PATHS.values())
+    assert kept[-1] == "/" + "a" * (LOGGED_CHARS - 2) + "…" and len(kept[-1]) == LOGGED_CHARS
+    assert all(r["person"] == "unknown" and r["status"] == 401 for r in rows)
+    runner = CliRunner()
+    env = {"VAULTCTX_DATABASE_URL": postgres_url, "COLUMNS": "400"}
+    table = runner.invoke(cli, ["team", "log", "-V", str(team_vault)], env=env)
+    assert table.exit_code == 0, table.output
+    assert not any(c in table.output for c in "\x1b\x00\u202e")
+    for shown in HOSTILE_PATHS.values():  # visibly, markup and all
+        assert f"GET {shown}" in table.output
+    lines = table.output.splitlines()
+    assert sum(" GET " in line for line in lines) == len(rows)  # one line each: no fake rows
+    as_json = runner.invoke(cli, ["team", "log", "-V", str(team_vault), "--json"], env=env)
+    assert [r["path"] for r in reversed(json.loads(as_json.output))] == kept
+
+
+def test_the_log_prints_rows_any_writer_left_in_the_database_safely(
+    team_vault: Path, postgres_url: str
+):
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO requests (person, method, path, status, ms, server)"
+            " VALUES ('unknown', 'GET', %s, 401, 1, 'elsewhere')",
+            ("/\x1b]0;owned\x07\x1b[2J" + "b" * 400,),
+        )
+    runner = CliRunner()
+    env = {"VAULTCTX_DATABASE_URL": postgres_url, "COLUMNS": "400"}
+    table = runner.invoke(cli, ["team", "log", "-V", str(team_vault)], env=env)
+    as_json = json.loads(runner.invoke(cli, ["team", "log", "-V", str(team_vault), "--json"],
+                                       env=env).output)  # fmt: skip
+    assert "\x1b" not in table.output and "\x07" not in table.output
+    assert "GET /\\x1b]0;owned\\x07\\x1b[2J" in table.output
+    assert as_json[0]["path"].startswith("/\\x1b]0;owned\\x07")
+    assert len(as_json[0]["path"]) == LOGGED_CHARS
+
+
+def test_a_flood_of_anonymous_requests_is_logged_up_to_a_bound_then_summed_up(
+    team_vault: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+):
+    from vaultctx.server import app
+
+    flood = ANONYMOUS_LOG_ROWS + 25
+    with open_server_side(team_vault, postgres_url) as ws:
+        hana = ws.team.add("hana")
+        with LocalServer(ws, watch=False, warm=False) as server:
+            for n in range(flood):
+                assert (
+                    call(server, "GET", f"/status?n={n}", token="wrong" if n % 2 else None)[0]
+                    == 401
+                )
+            assert call(server, "POST", "/select", {"query": "orchard"}, token=hana)[0] == 200
+            assert call(server, "GET", "/status")[0] == 200
+            monkeypatch.setattr(app, "ANONYMOUS_LOG_WINDOW_S", 0.0)  # the next window begins
+            assert call(server, "GET", "/after", token=None)[0] == 401
+        log = list(reversed(ws.team.requests(limit=1000)))
+    anonymous = [r["path"] for r in log if r["person"] == "unknown"]
+    assert len(anonymous) == ANONYMOUS_LOG_ROWS + 2
+    assert all(path == "/status" for path in anonymous[:ANONYMOUS_LOG_ROWS])
+    assert anonymous[ANONYMOUS_LOG_ROWS].startswith(ANONYMOUS_SUPPRESSED)
+    assert anonymous[-1] == "/after"
+    assert [r["person"] for r in log if r["person"] != "unknown"] == ["hana", "owner"]
+
+
+def test_a_team_member_s_status_names_nothing_of_the_server_s_machine(
+    team_vault: Path, postgres_url: str
+):
+    from vaultctx.storage.watch import record_watch_error
+
+    with open_server_side(team_vault, postgres_url) as ws:
+        ivy = ws.team.add("ivy", ["Finance/**"])
+        record_watch_error(ws.db, f"cannot read {team_vault}/Finance/Budget.md")
+        with LocalServer(ws, watch=False, warm=False) as server:
+            owner = call(server, "GET", "/status")
+            member = call(server, "GET", "/status", token=ivy)
+    assert owner[0] == member[0] == 200
+    machine = [owner[2]["vault"], owner[2]["index_path"], owner[2]["watch_error"]]
+    assert str(team_vault) in machine[0] and "Finance" in machine[2]  # the owner's, all of it
+    said = json.dumps(member[2])
+    assert not any(text in said for text in machine)
+    assert str(team_vault.parent) not in said and "host=" not in said and "Finance" not in said
+    assert {"vault", "index_path", "watch_error", "index_bytes"}.isdisjoint(member[2])
+    assert "watch_error" not in member[2]["server"]
+    assert member[2]["server"]["watching"] is False
+
+
+def test_a_team_member_s_status_counts_only_what_they_may_see(
+    team_vault: Path, postgres_url: str, tmp_path: Path
+):
+    """The counts of a vault holding only the notes the member may read, indexed alone."""
+    visible = {path: text for path, text in VAULT.items() if not path.startswith("Finance/")}
+    with Workspace.open(write_files(tmp_path / "visible", visible), {"embed": False}) as alone:
+        alone.index()
+        expected = alone.status()
+    with open_server_side(team_vault, postgres_url) as ws:
+        jack = ws.team.add("jack", ["Finance/**"])
+        with LocalServer(ws, watch=False, warm=False) as server:
+            status, _, seen = call(server, "GET", "/status", token=jack)
+    assert status == 200 and expected.notes == len(visible)
+    assert (seen["notes"], seen["blocks"]) == (expected.notes, expected.blocks)

@@ -92,7 +92,8 @@ def list_(vault: str, as_json: bool) -> None:
 @vault_option
 @json_option
 def log(person: str | None, limit: int, vault: str, as_json: bool) -> None:
-    """The latest requests the team's servers answered, and who made each."""
+    """The latest requests the team's servers answered, and who made each. Anyone can send
+    a request: its text is shown with control characters escaped (`\\x1b`), never run."""
     with open_workspace(vault) as ws:
         rows = team_of(ws).requests(limit, person)
     if as_json:
@@ -101,7 +102,7 @@ def log(person: str | None, limit: int, vault: str, as_json: bool) -> None:
     table = Table("at", "who", "request", "status", "ms", "server")
     for r in rows:
         table.add_row(
-            r["at"], escape(r["person"]), f"{r['method']} {escape(r['path'])}",
+            r["at"], escape(r["person"]), escape(f"{r['method']} {r['path']}"),
             str(r["status"]), f"{r['ms']:.1f}", escape(r["server"]),
         )  # fmt: skip
     console.print(table)

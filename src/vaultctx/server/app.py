@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import os
 import socket
 import time
@@ -41,6 +42,7 @@ from ..errors import (
     InvalidQuery,
     NoteNotFound,
     NotIndexed,
+    PermissionDenied,
     VaultctxError,
 )
 from .auth import authorized
@@ -58,6 +60,7 @@ from .bodies import (
     SelectBody,
     TouchBody,
     invalid,
+    model_choices,
     query_params,
     read_body,
     validated,
@@ -82,7 +85,20 @@ _STATUS: dict[type[VaultctxError], int] = {
     IndexUnavailable: 503,
     IndexCorrupt: 503,  # the server cannot answer until its index is mended or it upgrades
     EmbeddingUnavailable: 503,
+    PermissionDenied: 403,
 }
+# What `/status` tells a team member: counts of what they may see and how the server works,
+# never a path, the database's address or an error text that may hold either.
+MEMBER_STATUS = frozenset(
+    {"notes", "blocks", "links", "dangling_links", "tags", "aliases", "vectors", "model",
+     "last_indexed", "notes_with_problems", "languages"}
+)  # fmt: skip
+MEMBER_SERVER_STATUS = frozenset({"pid", "watching", "indexing", "watch_runs"})
+# Requests with no valid token a server writes to the team's log in one window: past that,
+# one row says more were suppressed, so a flood of them cannot fill the log.
+ANONYMOUS_LOG_ROWS = 60
+ANONYMOUS_LOG_WINDOW_S = 60.0
+ANONYMOUS_SUPPRESSED = "… more anonymous requests suppressed"
 
 
 # --- middleware --------------------------------------------------------------------------
@@ -117,6 +133,7 @@ class BearerAuth:
         self.app = app
         self.token = token
         self.team = team
+        self.anonymous = _AnonymousQuota()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
@@ -156,19 +173,46 @@ class BearerAuth:
         finally:
             if self.team is not None:
                 who = who or (self.team.OWNER if owner else self.team.UNKNOWN)
-                await self._log(self.team, who, scope, status[0], started, arrived)
+                path: str | None = scope["path"]
+                if who == self.team.UNKNOWN:
+                    path = self.anonymous.admit(path)
+                if path is not None:
+                    await self._log(self.team, who, scope, path, status[0], started, arrived)
 
     @staticmethod
     async def _log(
-        team: Team, who: str, scope: Scope, status: int, started: float, arrived: float
+        team: Team, who: str, scope: Scope, path: str, status: int, started: float, arrived: float
     ) -> None:
         ms = (time.perf_counter() - started) * 1000
         try:
             await run_in_threadpool(
-                team.log, who, scope["method"], scope["path"], status, ms, _SERVER, arrived
+                team.log, who, scope["method"], path, status, ms, _SERVER, arrived
             )
         except Exception:  # a log that cannot be written must not fail the answer
-            log.exception("request log: cannot write %s %s", scope["method"], scope["path"])
+            log.exception("request log: cannot write %s %r", scope["method"], path)
+
+
+class _AnonymousQuota:
+    """Which requests with no valid token a server logs: `ANONYMOUS_LOG_ROWS` in each
+    window of `ANONYMOUS_LOG_WINDOW_S`, then one `ANONYMOUS_SUPPRESSED` row, then none
+    until the next window. Used from the event loop only, so it needs no lock."""
+
+    def __init__(self) -> None:
+        self.window_started = -math.inf
+        self.seen = 0
+
+    def admit(self, path: str) -> str | None:
+        """The path to log for one more anonymous request, the summary row's, or None."""
+        now = time.monotonic()
+        if now - self.window_started >= ANONYMOUS_LOG_WINDOW_S:
+            self.window_started, self.seen = now, 0
+        self.seen += 1
+        if self.seen <= ANONYMOUS_LOG_ROWS:
+            return path
+        if self.seen == ANONYMOUS_LOG_ROWS + 1:
+            bounds = f"over {ANONYMOUS_LOG_ROWS} in {ANONYMOUS_LOG_WINDOW_S:g} s"
+            return f"{ANONYMOUS_SUPPRESSED} ({bounds})"
+        return None
 
 
 def _error(status: int, error: str, message: str) -> JSONResponse:
@@ -208,8 +252,14 @@ def _owner_only(request: Request, what: str) -> None:
 
 
 async def _read(request: Request, model: type[M]) -> M:
+    """The body as `model`; a team member's naming a model is refused, whatever the route:
+    what is sent to a model, and with whose credentials, is the owner's choice."""
     state = _state(request)
-    return await read_body(request, model, state.max_body, state.read_timeout)
+    body = await read_body(request, model, state.max_body, state.read_timeout)
+    if getattr(request.state, "person", None) is not None and (chosen := model_choices(body)):
+        reason = "a team member cannot choose the model: the server's owner does"
+        raise PermissionDenied(", ".join(chosen), request.url.path, reason)
+    return body
 
 
 def _answered(request: Request, contract: dict[str, Any]) -> JSONResponse:
@@ -230,8 +280,11 @@ async def health(request: Request) -> JSONResponse:
 
 
 async def status(request: Request) -> JSONResponse:
+    """The index and the server at work. A team member is answered from their own
+    workspace, and only with `MEMBER_STATUS` and `MEMBER_SERVER_STATUS`: nothing that names
+    the server's machine (its paths, the database's address, a watcher's error text)."""
     state = _state(request)
-    report = await run_in_threadpool(_workspace(request).status)
+    report = (await run_in_threadpool(_workspace(request).status)).to_dict()
     watcher = state.watcher
     server = {
         "pid": state.pid,
@@ -240,7 +293,10 @@ async def status(request: Request) -> JSONResponse:
         "watch_runs": watcher.runs if watcher else 0,
         "watch_error": watcher.last_error if watcher else None,
     }
-    return JSONResponse({**report.to_dict(), "server": server})
+    if getattr(request.state, "person", None) is not None:
+        report = {k: v for k, v in report.items() if k in MEMBER_STATUS}
+        server = {k: v for k, v in server.items() if k in MEMBER_SERVER_STATUS}
+    return JSONResponse({**report, "server": server})
 
 
 async def select(request: Request) -> JSONResponse:
@@ -434,7 +490,9 @@ def _exception_handlers() -> dict[Any, Callable[[Request, Exception], Awaitable[
 
     async def vaultctx_error(request: Request, exc: Exception) -> JSONResponse:
         status = next((s for t, s in _STATUS.items() if isinstance(exc, t)), 400)
-        return _error(status, type(exc).__name__, str(exc))
+        # a refusal is named as the agent's tools name it to a model
+        name = exc.to_dict()["error"] if isinstance(exc, PermissionDenied) else type(exc).__name__
+        return _error(status, name, str(exc))
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)

@@ -17,6 +17,9 @@ from ..workspace import Filters, MemoryKind, Tier
 MAX_BODY_BYTES = 1024 * 1024
 MAX_JSON_DEPTH = 32  # the deepest body a route takes is 3 levels
 READ_TIMEOUT_S = 10.0  # for a client to send its request's headers, and then its body
+# The body fields that choose a model or where its requests go: the server's owner pays for
+# and answers for what is sent to a model, so only they may set one (a team member may not).
+MODEL_CHOICES = frozenset({"model"})
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -162,6 +165,12 @@ def parse_json(raw: bytes) -> Any:
             400, "BadUnicode", "request body holds text that is not Unicode (a lone surrogate)"
         ) from None
     return data
+
+
+def model_choices(body: BaseModel) -> list[str]:
+    """The `MODEL_CHOICES` fields `body` sets, even to null: a member's request naming one is
+    refused, not quietly answered with another model."""
+    return sorted(MODEL_CHOICES & body.model_fields_set)
 
 
 def validated(model: type[M], data: Any) -> M:

@@ -19,6 +19,9 @@ from ...errors import ConfigError
 from .memory_book import person_book
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+# The longest text of a request the log keeps (a path, a method): anyone can send a request,
+# and whoever reads the log must be able to read it.
+LOGGED_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,16 @@ class Person:
     deny: tuple[str, ...] = ()  # vault paths (gitignore globs) hidden from this person
     created_at: str | None = None
     revoked_at: str | None = None
+
+
+def printable(text: str, limit: int = LOGGED_CHARS) -> str:
+    """`text` safe to print: a control or invisible character (escape, line break, bidi
+    override) written as its escape (`\\x1b`, `\\n`, `\\u202e`), and at most `limit` characters,
+    the last an ellipsis when cut. Printable text is left as it is, so it is idempotent."""
+    shown = "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
 def _digest(token: str) -> str:
@@ -99,22 +112,27 @@ class Team:
         self, person: str, method: str, path: str, status: int, ms: float, server: str, at: float
     ) -> None:
         """One request, at the time it arrived (Unix seconds): it is written once answered,
-        so a later, quicker request may be written first."""
+        so a later, quicker request may be written first. Its method and path, which anyone
+        sending a request chooses, are kept `printable`."""
         self._query(
             "INSERT INTO requests (at, person, method, path, status, ms, server)"
             " VALUES (to_timestamp(%s), %s, %s, %s, %s, %s, %s)",
-            (at, person, method, path, status, ms, server),
+            (at, person, printable(method), printable(path), status, ms, server),
         )
 
     def requests(self, limit: int = 50, person: str | None = None) -> list[dict[str, Any]]:
-        """The latest requests, newest (to arrive) first."""
+        """The latest requests, newest (to arrive) first, their text `printable` whoever
+        wrote the rows."""
         rows = self._query(
             "SELECT at, person, method, path, status, ms, server FROM requests"
             " WHERE %s::text IS NULL OR person = %s ORDER BY at DESC, id DESC LIMIT %s",
             (person, person, limit),
         )
-        keys = ("at", "person", "method", "path", "status", "ms", "server")
-        return [dict(zip(keys, (_iso(r[0]), *r[1:]), strict=True)) for r in rows]
+        return [
+            {"at": _iso(at), "person": printable(who), "method": printable(method),
+             "path": printable(path), "status": status, "ms": ms, "server": printable(server)}
+            for at, who, method, path, status, ms, server in rows
+        ]  # fmt: skip
 
 
 def _iso(moment: Any) -> str | None:
