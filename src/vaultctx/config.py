@@ -2,13 +2,16 @@
 
 One flat table of settings keeps the file easy to edit by hand and by `vaultctx config`.
 Precedence, lowest first: defaults, the file, `VAULTCTX_<KEY>` environment variables,
-explicit arguments from the caller.
+explicit arguments from the caller. The file can hold a database password, so it is
+written, like everything vaultctx keeps in `.vaultctx/`, owner-only (`private_file`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -241,10 +244,7 @@ def save_config_values(vault: Path, updates: dict[str, Any]) -> Config:
         raise ConfigError(validation_message(exc, "config")) from exc
     dumped = validated.model_dump()
     lines = [f"{key} = {_toml_value(dumped[key])}" for key in sorted(current)]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_private(path, "\n".join(lines) + "\n")
     return validated
 
 
@@ -257,3 +257,58 @@ def _toml_value(value: Any) -> str:
         return repr(value)
     # JSON string escaping is a subset of TOML basic strings.
     return json.dumps(str(value), ensure_ascii=False)
+
+
+# --- files only their owner may read --------------------------------------------------------
+
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
+
+
+def private_dir(path: Path) -> Path:
+    """Create folder `path` for the owner only (its new parents as usual), or make an
+    existing one of this user so: it holds the vault's text, or a password, which other
+    users must not read, whatever the umask."""
+    if not path.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=PRIVATE_DIR, exist_ok=True)
+    _tighten(path, PRIVATE_DIR)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """Create `path` readable and writable by its owner only, or make an existing one so
+    (and a SQLite database's -wal and -shm files, which SQLite creates with the database's
+    mode), in a `private_dir`."""
+    private_dir(path.parent)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE))
+    for suffix in ("", "-wal", "-shm"):
+        _tighten(Path(f"{path}{suffix}"), PRIVATE_FILE)
+    return path
+
+
+def write_private(path: Path, text: str) -> Path:
+    """Replace `path` atomically with `text`, owner-only from its first byte (readers see
+    the old file or the new one, never a half-written or world-readable one)."""
+    private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, PRIVATE_FILE)
+    try:
+        os.fchmod(fd, PRIVATE_FILE)  # a leftover temporary file may have been looser
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        tmp.replace(path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return path
+
+
+def _tighten(path: Path, mode: int) -> None:
+    """Take group and other access from `path` if this user owns it (and it is no symlink)."""
+    with contextlib.suppress(OSError):  # absent, or owned by someone else
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode) or info.st_uid != os.getuid():
+            return
+        if stat.S_IMODE(info.st_mode) & 0o077:
+            os.chmod(path, stat.S_IMODE(info.st_mode) & mode)

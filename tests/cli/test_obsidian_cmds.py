@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from conftest import REPO_ROOT
@@ -98,6 +99,59 @@ def test_a_folder_that_cannot_be_written_is_one_line_too(tmp_path: Path) -> None
     result = run("obsidian", "install", str(vault))
     assert result.exit_code == 1
     assert result.output.count("\n") == 1 and "cannot write" in result.output
+
+
+USERS_OWN = "// the user's own main.js, of another plugin\n"
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): p.read_text() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        ".obsidian",
+        ".obsidian/plugins",
+        ".obsidian/plugins/vaultctx",
+        ".obsidian/plugins/vaultctx/main.js",
+    ],
+)
+def test_a_symlink_on_the_way_out_of_the_vault_is_refused_and_nothing_is_written(
+    tmp_path: Path, link: str
+) -> None:
+    vault = obsidian_vault(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    # What the link points at holds the user's own main.js where the plugin's would go.
+    below = Path(*Path(".obsidian/plugins/vaultctx/main.js").parts[len(Path(link).parts) :])
+    users_file = elsewhere / below if below.parts else elsewhere / "main.js"
+    users_file.parent.mkdir(parents=True)
+    users_file.write_text(USERS_OWN)
+    target = elsewhere if below.parts else users_file
+    (vault / link).parent.mkdir(parents=True, exist_ok=True)
+    if (vault / link).is_dir() and not (vault / link).is_symlink():
+        (vault / link).rmdir()
+    (vault / link).symlink_to(target)
+    inside, outside = _snapshot(vault), _snapshot(elsewhere)
+
+    result = run("obsidian", "install", str(vault))
+    assert result.exit_code == 16  # PathOutsideVault
+    assert result.output.count("\n") == 1
+    assert f"path refused: '{link}' (a symlink out of the vault, to" in result.output
+    assert "nothing was installed" in result.output
+    assert users_file.read_text() == USERS_OWN
+    assert (_snapshot(vault), _snapshot(elsewhere)) == (inside, outside)
+
+
+def test_a_symlink_that_stays_inside_the_vault_is_followed(tmp_path: Path) -> None:
+    vault = obsidian_vault(tmp_path)
+    (vault / "shared plugins").mkdir()
+    (vault / ".obsidian" / "plugins").symlink_to(vault / "shared plugins")
+    result = run("obsidian", "install", str(vault))
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (vault / "shared plugins" / "vaultctx").iterdir()) == sorted(
+        PLUGIN_FILES
+    )
 
 
 def test_the_command_is_listed_and_imports_nothing_heavy() -> None:

@@ -18,6 +18,7 @@ import pytest
 from server_helpers import NOTES, call, config_dir_fixture, server_fixture, workspace_fixture  # noqa: F401
 from vaultctx import Workspace
 from vaultctx.config import CONFIG_DIRNAME
+from vaultctx.server.auth import proofs
 from vaultctx.server.client import SERVER_FILE, read_server_file
 from vaultctx.server.run import LocalServer
 
@@ -30,6 +31,19 @@ def test_health_needs_no_token_and_names_the_vault_only_to_the_token(server: Loc
     assert status == 200
     assert body["vault"] == str(server.workspace.root)
     assert body["pid"] == os.getpid()
+
+
+def test_health_answers_a_challenge_with_proofs_bound_to_its_token_port_and_vault(
+    server: LocalServer,
+) -> None:
+    status, _, body = call(server, "GET", "/health?challenge=c0ffee", token=None)
+    assert status == 200
+    root = str(server.workspace.root)
+    assert body == {"ok": True, "proof": proofs(server.token, "c0ffee", server.port, root)}
+    assert body["proof"] != proofs(server.token, "c0ffee", server.port + 1, root)
+    assert body["proof"] != proofs("another-token", "c0ffee", server.port, root)
+    status, _, error = call(server, "GET", "/health?challenge=" + "x" * 129, token=None)
+    assert (status, error["error"]) == (422, "InvalidQuery")
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,12 @@
 // The plugin's one way to reach its server: Obsidian's `requestUrl` (the server keeps its
-// strict CORS), to 127.0.0.1 only, with the bearer token, and a time limit on every request.
+// strict CORS), to 127.0.0.1 only, with the bearer token once the server proved it is this
+// vault's, and a time limit on every request.
 
 import { isAbsolute } from "path";
 
 import { requestUrl, RequestUrlParam, RequestUrlResponse } from "obsidian";
 
-import { readServerFile, readToken, realVaultPath } from "./discovery";
+import { newChallenge, proofs, readServerFile, readToken, realVaultPath } from "./discovery";
 import {
 	compareVersions,
 	MIN_SERVER_VERSION,
@@ -138,8 +139,10 @@ export class VaultctxClient {
 		}
 	}
 
-	/** Find the server in server.json, then make sure it is ours: the token is accepted, it
-	 * serves this very vault, and it is recent enough. */
+	/** Find the server in server.json, then make sure it is ours before the token or any
+	 * question goes to it: it proves it holds this install's token and serves this very vault
+	 * (`GET /health?challenge=`, unauthenticated); then it must take the token and be recent
+	 * enough. */
 	private async open(): Promise<Connection> {
 		const { vaultPath } = this.options;
 		if (!isAbsolute(vaultPath)) {
@@ -147,26 +150,35 @@ export class VaultctxClient {
 		}
 		const info = await readServerFile(vaultPath);
 		if (info === null) throw problems.notRunning("no .vaultctx/server.json in the vault");
-		const token = await readToken(info);
-		const partial = { port: info.port, token, health: { ok: false } };
-		const health = await this.send<Health>(partial, "GET", "/health");
-		if (typeof health.vault !== "string") {
-			// Without a vault, /health did not take our token -- or the server predates that.
-			await this.send<ServerStatus>(partial, "GET", "/status");
-			throw problems.oldServer("its /health does not name its vault");
+		const token = await readToken();
+		const challenge = newChallenge();
+		const open = { port: info.port, token: null };
+		const answer = await this.send<Health>(open, "GET", `/health?challenge=${challenge}`);
+		const proof = answer.proof;
+		if (typeof proof?.server !== "string" || typeof proof.vault !== "string") {
+			throw problems.oldServer("its /health answers no challenge");
+		}
+		if (proof.server !== proofs(token, challenge, info.port, "").server) {
+			throw problems.wrongToken(`what answers on ${HOST}:${info.port} does not prove it holds this install's token`);
 		}
 		const ours = await realVaultPath(vaultPath);
-		if (health.vault !== ours && (await realVaultPath(health.vault)) !== ours) {
-			throw problems.otherVault(info.port, health.vault, ours);
+		const names = [...new Set([ours, vaultPath])];
+		const partial = { port: info.port, token, health: { ok: false } };
+		// Proven ours (it holds the token): it may have the token and say what it serves.
+		const health = await this.send<Health>(partial, "GET", "/health");
+		if (!names.some((name) => proofs(token, challenge, info.port, name).vault === proof.vault)) {
+			throw problems.otherVault(info.port, health.vault ?? "unknown", ours);
 		}
+		if (typeof health.vault !== "string") throw problems.wrongToken("GET /health did not take the token");
 		if (!health.version || compareVersions(health.version, MIN_SERVER_VERSION) < 0) {
 			throw problems.oldServer(`version ${health.version || "unknown"}`);
 		}
 		return { port: info.port, token, health };
 	}
 
+	/** One request; with `token: null` (before the server proved it is ours), no token. */
 	private async send<T>(
-		connection: Pick<Connection, "port" | "token">,
+		connection: { port: number; token: string | null },
 		method: string,
 		route: string,
 		body?: unknown,
@@ -175,9 +187,9 @@ export class VaultctxClient {
 		const request: RequestUrlParam = {
 			url: `http://${HOST}:${connection.port}${route}`,
 			method,
-			headers: { Authorization: `Bearer ${connection.token}` },
 			throw: false,
 		};
+		if (connection.token !== null) request.headers = { Authorization: `Bearer ${connection.token}` };
 		if (body !== undefined) {
 			request.contentType = "application/json";
 			request.body = JSON.stringify(body);

@@ -52,12 +52,14 @@ export interface SessionContext {
 	diagnostics?: Record<string, unknown>;
 }
 
-/** `GET /health` with the token. Without it (or from an old server) only `ok`. */
+/** `GET /health` with the token. Without it (or from an old server) only `ok`; asked
+ * `?challenge=`, also the proofs that the server holds the token and serves its vault. */
 export interface Health {
 	ok: boolean;
 	vault?: string;
 	pid?: number;
 	version?: string;
+	proof?: { server?: unknown; vault?: unknown };
 }
 
 /** `GET /status`: the index's counts and the server's own state. */

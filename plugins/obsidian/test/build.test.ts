@@ -50,6 +50,6 @@ describe("the built plugin", () => {
 		const code = readFileSync(path.join(SHIPPED, "main.js"), "utf8");
 		expect(code).toMatch(/module\.exports = __toCommonJS\(main_exports\)/);
 		const required = [...code.matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]).sort();
-		expect([...new Set(required)]).toEqual(["child_process", "fs", "obsidian", "path"]);
+		expect([...new Set(required)]).toEqual(["child_process", "crypto", "fs", "obsidian", "os", "path"]);
 	});
 });

@@ -7,6 +7,7 @@ import * as path from "path";
 
 import { notices, requests, response, setRequestHandler, RequestUrlParam, RequestUrlResponse } from "./obsidian-stub";
 
+import { proofs } from "../src/discovery";
 import type { Candidate, Selection } from "../src/types";
 
 export function tempDir(prefix = "vaultctx-test-"): string {
@@ -20,11 +21,14 @@ export interface FakeVault {
 	announce(port: number, pid?: number, vault?: string): void;
 }
 
-/** A vault folder whose server.json names `port`, and a token file beside it. */
+/** A vault folder whose server.json names `port`, and the install's token file (0600) in a
+ * config folder of its own, which $VAULTCTX_CONFIG_DIR names for the test. */
 export function fakeVault(port = 40000, token = "secret-token"): FakeVault {
 	const root = tempDir();
 	mkdirSync(path.join(root, ".vaultctx"));
-	const tokenPath = path.join(root, "token");
+	const config = tempDir("vaultctx-config-");
+	process.env.VAULTCTX_CONFIG_DIR = config;
+	const tokenPath = path.join(config, "token");
 	writeFileSync(tokenPath, `${token}\n`, { mode: 0o600 });
 	const vault: FakeVault = {
 		root,
@@ -47,10 +51,15 @@ export type Route = (request: RequestUrlParam, body: any) => RequestUrlResponse 
  * overriding or adding routes ("GET /health", "POST /related", ...). */
 export function serveFake(vault: FakeVault, routes: Record<string, Route> = {}, version = "0.1.0"): void {
 	const defaults: Record<string, Route> = {
-		"GET /health": (req) =>
-			req.headers?.Authorization === `Bearer ${vault.token}`
-				? response(200, { ok: true, vault: vault.root, pid: 4242, version })
-				: response(200, { ok: true }),
+		"GET /health": (req) => {
+			const url = new URL(req.url);
+			const challenge = url.searchParams.get("challenge");
+			if (req.headers?.Authorization === `Bearer ${vault.token}`) {
+				return response(200, { ok: true, vault: vault.root, pid: 4242, version });
+			}
+			if (challenge === null) return response(200, { ok: true });
+			return response(200, { ok: true, proof: proofs(vault.token, challenge, Number(url.port), vault.root) });
+		},
 		"GET /status": () => response(200, { notes: 3, server: { pid: 4242, watching: true, indexing: false } }),
 	};
 	const all = { ...defaults, ...routes };

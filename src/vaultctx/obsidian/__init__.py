@@ -3,7 +3,8 @@
 `plugin/` holds the built plugin (`main.js`, `manifest.json`, `styles.css`), made from
 `plugins/obsidian/` by `npm run build`; a test of the plugin's own suite builds it again and
 fails when the two differ. Installing copies those files into
-`<vault>/.obsidian/plugins/vaultctx/`, each replaced atomically (Obsidian may be reading them).
+`<vault>/.obsidian/plugins/vaultctx/`, each replaced atomically (Obsidian may be reading them),
+and never through a symlink that leads out of the vault.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import VaultctxError, VaultNotFound
+from ..errors import PathOutsideVault, VaultctxError, VaultNotFound
 
 PLUGIN_ID = "vaultctx"
 PLUGIN_FILES = ("main.js", "manifest.json", "styles.css")
@@ -54,8 +55,9 @@ def install_plugin(vault: str | Path) -> PluginInstall:
     """Copy the packaged plugin into VAULT's `.obsidian/plugins/vaultctx/`.
 
     Raises `VaultNotFound` when VAULT is no folder, or has no `.obsidian` folder (Obsidian
-    makes it the first time it opens a vault), and `VaultctxError` when the packaged plugin
-    is missing or the files cannot be written.
+    makes it the first time it opens a vault), `PathOutsideVault` (writing nothing) when a
+    folder or file on the way is a symlink out of the vault, and `VaultctxError` when the
+    packaged plugin is missing or the files cannot be written.
     """
     root = Path(vault).expanduser().resolve()
     if not root.is_dir():
@@ -73,6 +75,7 @@ def install_plugin(vault: str | Path) -> PluginInstall:
             " reinstall vaultctx"
         )
     target = config / "plugins" / PLUGIN_ID
+    _refuse_links_out(root, [config, target.parent, target, *(target / n for n in PLUGIN_FILES)])
     previous = plugin_version(target)
     try:
         target.mkdir(parents=True, exist_ok=True)
@@ -88,6 +91,19 @@ def install_plugin(vault: str | Path) -> PluginInstall:
         files=PLUGIN_FILES,
         enabled=PLUGIN_ID in _enabled_plugins(config),
     )
+
+
+def _refuse_links_out(root: Path, paths: list[Path]) -> None:
+    """Refuse when any of `paths` (outermost first) leads out of `root`: a symlinked
+    `.obsidian`, `plugins`, plugin folder or file would have the install overwrite files
+    elsewhere."""
+    for path in paths:
+        resolved = path.resolve()
+        if not resolved.is_relative_to(root):
+            raise PathOutsideVault(
+                str(path.relative_to(root)),
+                f"a symlink out of the vault, to {resolved}: nothing was installed",
+            )
 
 
 def _replace(path: Path, data: bytes) -> None:

@@ -45,7 +45,7 @@ from ..errors import (
     PermissionDenied,
     VaultctxError,
 )
-from .auth import authorized
+from .auth import CHALLENGE_MAX_CHARS, authorized, proofs
 from .bodies import (
     MAX_BODY_BYTES,
     READ_TIMEOUT_S,
@@ -270,10 +270,19 @@ def _answered(request: Request, contract: dict[str, Any]) -> JSONResponse:
 
 async def health(request: Request) -> JSONResponse:
     """Open to anyone on this machine, so it says only that a vaultctx server answers;
-    with the token, also which vault and process."""
+    with the token, also which vault and process. Asked `?challenge=`, it adds the proof
+    (`auth.proofs`) a client checks before it sends the token: bound to the port the
+    request came in on, as the socket says, not the Host header."""
     state = _state(request)
     if not authorized(request.headers.get("authorization", "").encode(), state.token):
-        return JSONResponse({"ok": True})
+        challenge = request.query_params.get("challenge")
+        if challenge is None:
+            return JSONResponse({"ok": True})
+        if not 0 < len(challenge) <= CHALLENGE_MAX_CHARS:
+            return _error(422, "InvalidQuery", f"challenge: 1 to {CHALLENGE_MAX_CHARS} characters")
+        port = (request.scope.get("server") or ("", 0))[1]
+        proof = proofs(state.token, challenge, port, str(state.workspace.root))
+        return JSONResponse({"ok": True, "proof": proof})
     return JSONResponse(
         {"ok": True, "vault": str(state.workspace.root), "pid": state.pid, "version": __version__}
     )

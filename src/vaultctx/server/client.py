@@ -2,13 +2,17 @@
 
 The CLI calls `request_server()` before it imports the select pipeline: against a warm
 server a query then costs an interpreter start, two loopback round trips and the server's
-select. Any sign that no usable server is up (no discovery file, refused connection, another
-vault, a stale token) returns None and the CLI answers in-process instead, silently.
+select. The first asks the announced port to prove, unauthenticated, that it holds this
+install's token and serves this vault (`auth.proofs`); only then do the token and the query
+go out. Any sign that no usable server is up (no discovery file, no trusted token file,
+refused connection, no proof, another vault) returns None and the CLI answers in-process
+instead, silently.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hmac
 import json
 import os
 import socket
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .. import errors
+from .auth import proofs, read_token
 
 # The folder that holds config.toml (config.CONFIG_DIRNAME), spelled out so this module
 # imports nothing heavy; tests check the two agree.
@@ -25,7 +30,10 @@ REQUEST_TIMEOUT_S = 30.0
 
 
 class ServerInfo(NamedTuple):
-    """What `<vault>/.vaultctx/server.json` says about a running server (never the token)."""
+    """What `<vault>/.vaultctx/server.json` says about a running server (never the token).
+
+    `token_path` tells a person where the token is; no client reads the file it names (a
+    synced or planted server.json could name any file): they read `auth.token_path()`."""
 
     port: int
     pid: int
@@ -41,12 +49,11 @@ def server_file(vault: Path) -> Path:
 
 
 def write_server_file(vault: Path, info: ServerInfo) -> Path:
-    path = server_file(vault)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(info.to_dict()) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    """Announce the server, owner-only like everything in `.vaultctx/` (the server writes
+    this, so the config module's import is no cost to the CLI)."""
+    from ..config import write_private
+
+    return write_private(server_file(vault), json.dumps(info.to_dict()) + "\n")
 
 
 def remove_server_file(vault: Path, pid: int) -> None:
@@ -64,7 +71,7 @@ def read_server_file(vault: Path) -> ServerInfo | None:
             port=int(data["port"]),
             pid=int(data["pid"]),
             vault=str(data["vault"]),
-            token_path=str(data["token_path"]),
+            token_path=str(data.get("token_path", "")),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -84,21 +91,35 @@ def request_server(vault: str | Path, method: str, path: str, body: Any = None) 
     info = read_server_file(root)
     if info is None:
         return None
+    token = read_token()
+    if token is None:
+        return None
     try:
-        token = Path(info.token_path).read_text(encoding="utf-8").strip()
-        auth = f"Authorization: Bearer {token}\r\n"
         with socket.create_connection(("127.0.0.1", info.port), HEALTH_TIMEOUT_S) as sock:
-            health = _exchange(sock, "GET", "/health", None, auth)  # names the vault to us only
-            if health.get("vault") != str(root) or health.get("pid") != info.pid:
+            if not _proves_ours(sock, token, info.port, str(root)):
                 return None
             sock.settimeout(REQUEST_TIMEOUT_S)
-            return _exchange(sock, method, path, body, auth)
+            return _exchange(sock, method, path, body, f"Authorization: Bearer {token}\r\n")
     except (_NoServer, OSError, ValueError):
         return None
 
 
-def _exchange(sock: socket.socket, method: str, path: str, body: Any, headers: str) -> Any:
-    """One HTTP/1.1 request on a kept-alive connection, sent in a single write.
+def _proves_ours(sock: socket.socket, token: str, port: int, vault: str) -> bool:
+    """Whether what listens on `sock` proves it holds `token` and serves `vault`; it learns
+    only a fresh random challenge, and any answer but the proof means no server."""
+    challenge = os.urandom(16).hex()
+    health = _exchange(sock, "GET", f"/health?challenge={challenge}", None, "", strict=True)
+    proof = health.get("proof") if isinstance(health, dict) else None
+    said = proof.get("vault") if isinstance(proof, dict) else None
+    expected = proofs(token, challenge, port, vault)["vault"]
+    return isinstance(said, str) and hmac.compare_digest(said, expected)
+
+
+def _exchange(
+    sock: socket.socket, method: str, path: str, body: Any, headers: str, *, strict: bool = False
+) -> Any:
+    """One HTTP/1.1 request on a kept-alive connection, sent in a single write. With
+    `strict`, any answer but a 200 means no server (not even a documented error).
 
     http.client would cost ~25 ms of imports (email, ssl) per CLI start; the server is ours
     and always answers with a Content-Length, so a few lines of socket code suffice.
@@ -123,7 +144,7 @@ def _exchange(sock: socket.socket, method: str, path: str, body: Any, headers: s
         data += _recv(sock)
     if status == 200:
         return json.loads(data[:length])
-    if 400 <= status < 500 and status != 401:
+    if 400 <= status < 500 and status != 401 and not strict:
         _raise_documented(data[:length])
     raise _NoServer(f"server answered {status}")
 

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ..config import private_dir, private_file
 from ..errors import IndexCorrupt, IndexLocked
 from . import migrations
 from .language import analyse
@@ -37,32 +38,6 @@ def map_sqlite_error(exc: sqlite3.Error, path: Path) -> Exception:
             f"index {path} is damaged ({message}); delete it and run `vaultctx index`"
         )
     return exc
-
-
-PRIVATE_FILE = 0o600
-PRIVATE_DIR = 0o700
-
-
-def private_dir(path: Path) -> Path:
-    """Create folder `path` for the owner only (its new parents as usual), or leave an
-    existing one as it is: it holds the vault's text, which other users must not read."""
-    if not path.is_dir():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.mkdir(mode=PRIVATE_DIR, exist_ok=True)
-    return path
-
-
-def private_file(path: Path) -> Path:
-    """Create `path` readable and writable by its owner only, or make an existing one so
-    (and a SQLite database's -wal and -shm files, which SQLite creates with the database's
-    mode)."""
-    private_dir(path.parent)
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE))
-    for suffix in ("", "-wal", "-shm"):
-        with contextlib.suppress(OSError):  # absent, or owned by someone else
-            if os.stat(f"{path}{suffix}").st_mode & 0o077:
-                os.chmod(f"{path}{suffix}", PRIVATE_FILE)
-    return path
 
 
 def erase_tree(path: Path) -> None:

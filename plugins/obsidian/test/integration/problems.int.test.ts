@@ -73,7 +73,7 @@ describe("a problem is one notice, and the panel recovers", () => {
 		expect(await openNext()).toBe("problem");
 		expect(await openNext()).toBe("problem");
 		expect(notices).toEqual([
-			"vaultctx: the server refused this plugin's token (GET /status answered 401). " +
+			`vaultctx: the server refused this plugin's token (what answers on 127.0.0.1:${server.port} does not prove it holds this install's token). ` +
 				"Restart `vaultctx serve` for this vault as the same user, with the same VAULTCTX_CONFIG_DIR.",
 		]);
 		expect(panelText()).toMatch(/refused this plugin's token/);

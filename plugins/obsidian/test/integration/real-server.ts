@@ -17,11 +17,17 @@ if (!existsSync(VAULTCTX)) {
 	throw new Error(`no vaultctx at ${VAULTCTX}: run \`make install\`, or set VAULTCTX_BIN`);
 }
 
-/** The environment of every vaultctx the tests run: offline, everything in `home`. */
+// One install per test file (its own process): every server it starts keeps its token in
+// this config folder, where the plugin under test reads it, as on a user's machine.
+export const INSTALL_CONFIG = tempDir("vaultctx-install-");
+process.env.VAULTCTX_CONFIG_DIR = INSTALL_CONFIG;
+
+/** The environment of every vaultctx the tests run: offline, everything in `home` but the
+ * install's token. */
 export function serverEnv(home: string): NodeJS.ProcessEnv {
 	return {
 		...process.env,
-		VAULTCTX_CONFIG_DIR: path.join(home, "config"),
+		VAULTCTX_CONFIG_DIR: INSTALL_CONFIG,
 		VAULTCTX_ACCOUNT_DIR: path.join(home, "account"),
 		VAULTCTX_CACHE_DIR: path.join(home, "cache"),
 		HF_HUB_OFFLINE: "1",
@@ -81,7 +87,7 @@ export class RealServer {
 			"vaultctx serve to announce itself",
 			60_000,
 		);
-		return new RealServer(vault, home, child, info!.port, info!.tokenPath);
+		return new RealServer(vault, home, child, info!.port, path.join(INSTALL_CONFIG, "token"));
 	}
 
 	get pid(): number {

@@ -1,9 +1,12 @@
-import { rmSync } from "fs";
+import { rmSync, writeFileSync } from "fs";
+import * as http from "http";
+import { AddressInfo } from "net";
 import * as path from "path";
 
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 import { VaultctxClient, withTimeout } from "../../src/client";
+import { proofs } from "../../src/discovery";
 import { ServerProblem } from "../../src/problems";
 import { candidate, fakeVault, FakeVault, resetStub, selection, serveFake } from "../helpers";
 import { requests, response, setRequestHandler } from "../obsidian-stub";
@@ -61,7 +64,10 @@ describe("a request", () => {
 		await Promise.all([c.select("one"), c.select("two")]);
 		await c.select("three");
 		const routes = requests.map((r) => `${r.method} ${new URL(r.url).pathname}`);
-		expect(routes).toEqual(["GET /health", "POST /select", "POST /select", "POST /select"]);
+		// the challenge, unauthenticated, then /health with the token
+		expect(routes).toEqual(["GET /health", "GET /health", "POST /select", "POST /select", "POST /select"]);
+		expect(requests[0].url).toMatch(/\/health\?challenge=[0-9a-f]{32}$/);
+		expect(requests[0].headers).toBeUndefined();
 	});
 
 	it("sends select's and context's options as the server names them", async () => {
@@ -122,8 +128,10 @@ describe("each problem is one clear sentence", () => {
 		const before = requests.length;
 		const problem = await problemOf(c.status());
 		expect(problem.kind).toBe("wrong-token");
-		// the cached connection failed, so server.json and the token were read again once
-		expect(requests.slice(before).map((r) => new URL(r.url).pathname)).toEqual(["/status", "/health", "/status"]);
+		// the cached connection failed, so server.json and the token were read again once, and
+		// the server no longer proves it holds this install's token: nothing more is sent
+		expect(requests.slice(before).map((r) => new URL(r.url).pathname)).toEqual(["/status", "/health"]);
+		expect(requests[requests.length - 1].headers).toBeUndefined();
 	});
 
 	it("a server of another vault", async () => {
@@ -204,6 +212,56 @@ describe("each problem is one clear sentence", () => {
 	});
 });
 
+/** A foreign program on 127.0.0.1 that records every request it gets, answering each with
+ * `answer` (the JSON of a vaultctx server, as it pretends to be). */
+async function foreignListener(answer: (url: URL) => unknown): Promise<{ port: number; heard: string[]; close(): void }> {
+	const heard: string[] = [];
+	const server = http.createServer((req, res) => {
+		let body = "";
+		req.on("data", (chunk) => (body += chunk));
+		req.on("end", () => {
+			heard.push(`${req.method} ${req.url}\n${JSON.stringify(req.headers)}\n${body}`);
+			res.writeHead(200, { "Content-Type": "application/json" });
+			res.end(JSON.stringify(answer(new URL(req.url ?? "/", "http://127.0.0.1"))));
+		});
+	});
+	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+	return { port: (server.address() as AddressInfo).port, heard, close: () => server.close() };
+}
+
+describe("a foreign listener that server.json names", () => {
+	const QUESTION = "what did I write about the divorce lawyer";
+
+	it.each([
+		["claims to be this vault's server", () => ({ ok: true, vault: vault.root, pid: 4242, version: "0.1.0" })],
+		[
+			"answers the challenge with a proof signed by a guessed token",
+			(url: URL) => ({ ok: true, proof: proofs("guess", url.searchParams.get("challenge")!, listener.port, vault.root) }),
+		],
+	])("that %s gets neither a file, nor the token, nor the question", async (_, answer) => {
+		listener = await foreignListener(answer);
+		try {
+			setRequestHandler(null); // real HTTP, through Node
+			const credentials = path.join(vault.root, "credentials");
+			writeFileSync(credentials, "aws_secret_access_key=wJalrXUtnFEMI\n", { mode: 0o600 });
+			writeFileSync(
+				path.join(vault.root, ".vaultctx", "server.json"),
+				JSON.stringify({ port: listener.port, pid: 4242, vault: vault.root, token_path: credentials }),
+			);
+			const problem = await problemOf(client().context(QUESTION));
+			expect(["old-server", "wrong-token"]).toContain(problem.kind);
+			expect(listener.heard).toHaveLength(1);
+			expect(listener.heard[0]).toMatch(/^GET \/health\?challenge=[0-9a-f]{32}\n/);
+			for (const secret of ["wJalrXUtnFEMI", vault.token, "divorce", "authorization", vault.root]) {
+				expect(listener.heard.join("\n")).not.toContain(secret);
+			}
+		} finally {
+			listener.close();
+		}
+	});
+});
+let listener: Awaited<ReturnType<typeof foreignListener>>;
+
 describe("a server that moved", () => {
 	it("is found again through server.json after its old port stops answering", async () => {
 		serveFake(vault, { "POST /select": () => response(200, selection("q", [])) });
@@ -211,14 +269,18 @@ describe("a server that moved", () => {
 		await c.select("first");
 		vault.announce(45678); // restarted on another port; the old one refuses
 		setRequestHandler(async (req) => {
-			if (new URL(req.url).port === "43210") throw new Error("connect ECONNREFUSED");
+			const url = new URL(req.url);
+			if (url.port === "43210") throw new Error("connect ECONNREFUSED");
+			const challenge = url.searchParams.get("challenge");
+			if (challenge !== null) return response(200, { ok: true, proof: proofs(vault.token, challenge, 45678, vault.root) });
 			const health = { ok: true, vault: vault.root, pid: 4343, version: "0.1.0" };
-			return response(200, req.url.endsWith("/health") ? health : selection("moved", []));
+			return response(200, url.pathname === "/health" ? health : selection("moved", []));
 		});
 		const moved = await c.select("second");
 		expect(moved.query).toBe("moved");
-		expect(requests.slice(-3).map((r) => r.url)).toEqual([
+		expect(requests.slice(-4).map((r) => r.url.replace(/challenge=\w+/, "challenge=…"))).toEqual([
 			"http://127.0.0.1:43210/select",
+			"http://127.0.0.1:45678/health?challenge=…",
 			"http://127.0.0.1:45678/health",
 			"http://127.0.0.1:45678/select",
 		]);

@@ -1,9 +1,17 @@
-import { mkdirSync, symlinkSync, writeFileSync } from "fs";
+import { chmodSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "fs";
 import * as path from "path";
 
 import { describe, expect, it } from "vitest";
 
-import { parseServerInfo, readServerFile, readToken, realVaultPath, sameFolder } from "../../src/discovery";
+import {
+	configDir,
+	parseServerInfo,
+	readServerFile,
+	readToken,
+	realVaultPath,
+	sameFolder,
+	tokenFile,
+} from "../../src/discovery";
 import { ServerProblem } from "../../src/problems";
 import { fakeVault, tempDir } from "../helpers";
 
@@ -14,7 +22,6 @@ describe("server.json", () => {
 			port: 43210,
 			pid: 4242,
 			vault: vault.root,
-			tokenPath: vault.tokenPath,
 		});
 	});
 
@@ -29,7 +36,6 @@ describe("server.json", () => {
 		["port 0", '{"port": 0, "pid": 1, "vault": "/v", "token_path": "/t"}'],
 		["a port past 65535", '{"port": 70000, "pid": 1, "vault": "/v", "token_path": "/t"}'],
 		["a fractional port", '{"port": 80.5, "pid": 1, "vault": "/v", "token_path": "/t"}'],
-		["no token path", '{"port": 8765, "pid": 1, "vault": "/v"}'],
 		["no pid", '{"port": 8765, "vault": "/v", "token_path": "/t"}'],
 	])("is refused when it holds %s", (_, raw) => {
 		expect(parseServerInfo(raw)).toBeNull();
@@ -37,22 +43,47 @@ describe("server.json", () => {
 });
 
 describe("the token", () => {
-	it("is the token file's text, trimmed", async () => {
+	it("is the install's token file's text, trimmed, wherever server.json says it is", async () => {
 		const vault = fakeVault(1, "  abc123  ");
-		const info = (await readServerFile(vault.root))!;
-		expect(await readToken(info)).toBe("abc123");
+		writeFileSync(path.join(vault.root, "elsewhere"), "not the token\n", { mode: 0o600 });
+		writeFileSync(
+			path.join(vault.root, ".vaultctx", "server.json"),
+			JSON.stringify({ port: 1, pid: 1, vault: vault.root, token_path: path.join(vault.root, "elsewhere") }),
+		);
+		expect(tokenFile()).toBe(vault.tokenPath);
+		expect(await readToken()).toBe("abc123");
 	});
 
 	it("unreadable or empty is a wrong-token problem naming the file", async () => {
 		const vault = fakeVault();
-		const info = (await readServerFile(vault.root))!;
-		const missing = { ...info, tokenPath: path.join(vault.root, "nope") };
+		const missing = path.join(vault.root, "nope");
 		await expect(readToken(missing)).rejects.toMatchObject({ kind: "wrong-token" });
 		await expect(readToken(missing)).rejects.toThrow(/nope: ENOENT/);
-		writeFileSync(info.tokenPath, "\n");
-		const error = await readToken(info).catch((e: unknown) => e);
+		writeFileSync(vault.tokenPath, "\n");
+		const error = await readToken().catch((e: unknown) => e);
 		expect(error).toBeInstanceOf(ServerProblem);
 		expect((error as ServerProblem).message).toMatch(/is empty/);
+	});
+
+	it("is refused from a file others may read, or a symlink", async () => {
+		const vault = fakeVault();
+		chmodSync(vault.tokenPath, 0o644);
+		await expect(readToken()).rejects.toThrow(/not this user's private file/);
+		chmodSync(vault.tokenPath, 0o600);
+		const copy = path.join(vault.root, "copy");
+		writeFileSync(copy, "secret-token\n", { mode: 0o600 });
+		rmSync(vault.tokenPath);
+		symlinkSync(copy, vault.tokenPath);
+		await expect(readToken()).rejects.toThrow(/it is a symlink/);
+	});
+});
+
+describe("the config folder", () => {
+	it("is found as vaultctx finds it", () => {
+		expect(configDir({ VAULTCTX_CONFIG_DIR: "~/vx" }, "linux", "/home/a")).toBe("/home/a/vx");
+		expect(configDir({}, "linux", "/home/a")).toBe("/home/a/.config/vaultctx");
+		expect(configDir({ XDG_CONFIG_HOME: "/x" }, "linux", "/home/a")).toBe("/x/vaultctx");
+		expect(configDir({}, "darwin", "/Users/a")).toBe("/Users/a/Library/Application Support/vaultctx");
 	});
 });
 

@@ -41,7 +41,9 @@ var import_path = require("path");
 var import_obsidian = require("obsidian");
 
 // src/discovery.ts
+var import_crypto = require("crypto");
 var import_fs = require("fs");
+var import_os = require("os");
 var path = __toESM(require("path"));
 
 // src/problems.ts
@@ -135,24 +137,64 @@ function parseServerInfo(raw) {
     return null;
   }
   if (typeof data !== "object" || data === null) return null;
-  const { port, pid, vault, token_path } = data;
+  const { port, pid, vault } = data;
   if (typeof port !== "number" || !Number.isInteger(port) || port < 1 || port > 65535) return null;
   if (typeof pid !== "number" || !Number.isInteger(pid)) return null;
-  if (typeof vault !== "string" || typeof token_path !== "string" || !token_path) return null;
-  return { port, pid, vault, tokenPath: token_path };
+  if (typeof vault !== "string") return null;
+  return { port, pid, vault };
 }
-async function readToken(info) {
+function configDir(env = process.env, platform = process.platform, home = (0, import_os.homedir)()) {
   var _a;
+  const expand = (p) => p === "~" || p.startsWith("~/") ? path.join(home, p.slice(1)) : p;
+  if (env.VAULTCTX_CONFIG_DIR) return expand(env.VAULTCTX_CONFIG_DIR);
+  if (platform === "darwin") return path.join(home, "Library", "Application Support", "vaultctx");
+  if (platform === "win32") {
+    const local = env.LOCALAPPDATA || path.join(home, "AppData", "Local");
+    return path.join(local, "vaultctx", "vaultctx");
+  }
+  const xdg = (_a = env.XDG_CONFIG_HOME) == null ? void 0 : _a.trim();
+  return path.join(xdg ? expand(xdg) : path.join(home, ".config"), "vaultctx");
+}
+function tokenFile(dir = configDir()) {
+  return path.join(dir, "token");
+}
+async function readToken(file = tokenFile()) {
+  var _a, _b;
   let text;
   try {
-    text = await import_fs.promises.readFile(info.tokenPath, "utf8");
+    const handle = await import_fs.promises.open(file, import_fs.constants.O_RDONLY | ((_a = import_fs.constants.O_NOFOLLOW) != null ? _a : 0));
+    try {
+      const info = await handle.stat();
+      const mine = process.getuid === void 0 || info.uid === process.getuid();
+      const private_ = process.platform === "win32" || (info.mode & 511) === 384;
+      if (!info.isFile() || !mine || !private_) {
+        throw problems.wrongToken(
+          `the token file ${file} is not this user's private file (a regular file, mode 0600)`
+        );
+      }
+      text = await handle.readFile("utf8");
+    } finally {
+      await handle.close();
+    }
   } catch (error) {
-    const code = (_a = error.code) != null ? _a : String(error);
-    throw problems.wrongToken(`cannot read the token file ${info.tokenPath}: ${code}`);
+    if (!(error instanceof Error) || error.name === "ServerProblem") throw error;
+    const code = (_b = error.code) != null ? _b : String(error);
+    const why = code === "ELOOP" ? "it is a symlink" : code;
+    throw problems.wrongToken(`cannot read the token file ${file}: ${why}`);
   }
   const token = text.trim();
-  if (!token) throw problems.wrongToken(`the token file ${info.tokenPath} is empty`);
+  if (!token) throw problems.wrongToken(`the token file ${file} is empty`);
   return token;
+}
+function newChallenge() {
+  return (0, import_crypto.randomBytes)(16).toString("hex");
+}
+function proofs(token, challenge, port, vault) {
+  const said = `${challenge}
+${port}`;
+  const hmac = (message) => (0, import_crypto.createHmac)("sha256", token).update(message, "utf8").digest("hex");
+  return { server: hmac(said), vault: hmac(`${said}
+${vault}`) };
 }
 async function realVaultPath(vaultPath) {
   try {
@@ -248,39 +290,51 @@ var VaultctxClient = class {
       }
     }
   }
-  /** Find the server in server.json, then make sure it is ours: the token is accepted, it
-   * serves this very vault, and it is recent enough. */
+  /** Find the server in server.json, then make sure it is ours before the token or any
+   * question goes to it: it proves it holds this install's token and serves this very vault
+   * (`GET /health?challenge=`, unauthenticated); then it must take the token and be recent
+   * enough. */
   async open() {
+    var _a;
     const { vaultPath } = this.options;
     if (!(0, import_path.isAbsolute)(vaultPath)) {
       throw problems.failed("connecting", "this vault has no folder on disk (vaultctx needs Obsidian's desktop app)");
     }
     const info = await readServerFile(vaultPath);
     if (info === null) throw problems.notRunning("no .vaultctx/server.json in the vault");
-    const token = await readToken(info);
-    const partial = { port: info.port, token, health: { ok: false } };
-    const health = await this.send(partial, "GET", "/health");
-    if (typeof health.vault !== "string") {
-      await this.send(partial, "GET", "/status");
-      throw problems.oldServer("its /health does not name its vault");
+    const token = await readToken();
+    const challenge = newChallenge();
+    const open = { port: info.port, token: null };
+    const answer = await this.send(open, "GET", `/health?challenge=${challenge}`);
+    const proof = answer.proof;
+    if (typeof (proof == null ? void 0 : proof.server) !== "string" || typeof proof.vault !== "string") {
+      throw problems.oldServer("its /health answers no challenge");
+    }
+    if (proof.server !== proofs(token, challenge, info.port, "").server) {
+      throw problems.wrongToken(`what answers on ${HOST}:${info.port} does not prove it holds this install's token`);
     }
     const ours = await realVaultPath(vaultPath);
-    if (health.vault !== ours && await realVaultPath(health.vault) !== ours) {
-      throw problems.otherVault(info.port, health.vault, ours);
+    const names = [.../* @__PURE__ */ new Set([ours, vaultPath])];
+    const partial = { port: info.port, token, health: { ok: false } };
+    const health = await this.send(partial, "GET", "/health");
+    if (!names.some((name) => proofs(token, challenge, info.port, name).vault === proof.vault)) {
+      throw problems.otherVault(info.port, (_a = health.vault) != null ? _a : "unknown", ours);
     }
+    if (typeof health.vault !== "string") throw problems.wrongToken("GET /health did not take the token");
     if (!health.version || compareVersions(health.version, MIN_SERVER_VERSION) < 0) {
       throw problems.oldServer(`version ${health.version || "unknown"}`);
     }
     return { port: info.port, token, health };
   }
+  /** One request; with `token: null` (before the server proved it is ours), no token. */
   async send(connection, method, route, body) {
     const what = `${method} ${route}`;
     const request = {
       url: `http://${HOST}:${connection.port}${route}`,
       method,
-      headers: { Authorization: `Bearer ${connection.token}` },
       throw: false
     };
+    if (connection.token !== null) request.headers = { Authorization: `Bearer ${connection.token}` };
     if (body !== void 0) {
       request.contentType = "application/json";
       request.body = JSON.stringify(body);
