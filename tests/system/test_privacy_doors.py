@@ -592,26 +592,6 @@ def test_the_link_graph_never_lists_a_denied_note(ws: Workspace) -> None:
     assert TITLE not in {data.get("title") for _, data in graph.nodes(data=True)}
 
 
-def python_door(vault: Path) -> Callable[[str, str], str]:
-    ws = Workspace.open(vault, {"embed": False})
-    ws.index()
-
-    def door(name: str, how: str) -> str:
-        outcome = attempt(
-            {
-                "find_note": lambda: ws.find_note(name),
-                "resolve_note": lambda: ws.resolve_note(name),
-                "read_note": lambda: ws.read_note(name),
-                "touch": lambda: ws.touch(name),
-                "related": lambda: ws.related(name, use_vectors=False),
-            }[how]
-        )
-        return outcome.failure or f"answered {json.dumps(outcome.value, default=str)[:200]}"
-
-    door.close = ws.close  # type: ignore[attr-defined]
-    return door
-
-
 RESOLVING_DOORS = {
     "python": ("find_note", "resolve_note", "read_note", "touch", "related"),
     "cli": ("open", "related", "touch"),
@@ -627,9 +607,15 @@ def test_a_hidden_note_named_by_title_alias_or_path_fails_exactly_like_a_missing
     names = [n for pair in NAME_PAIRS for n in pair]
     answers: dict[tuple[str, str], str] = {}
     if family == "python":
-        door = python_door(door_vault)
-        answers = {(how, n): door(n, how) for how in RESOLVING_DOORS[family] for n in names}
-        door.close()  # type: ignore[attr-defined]
+        with Workspace.open(door_vault, {"embed": False}) as ws:
+            ws.index()
+            for how in RESOLVING_DOORS[family]:
+                if not hasattr(ws, how):
+                    continue  # a door the Workspace no longer has shows nothing
+                options = {"use_vectors": False} if how == "related" else {}
+                for n in names:
+                    outcome = attempt(lambda h=how, n=n, o=options: getattr(ws, h)(n, **o))
+                    answers[how, n] = outcome.failure or f"answered {json.dumps(outcome.value)}"
     elif family == "cli":
         with Workspace.open(door_vault, {"embed": False}) as ws:
             ws.index()
@@ -679,7 +665,7 @@ def test_a_hidden_note_named_by_title_alias_or_path_fails_exactly_like_a_missing
             answers[door, name].replace(name, "<name>"),
             answers[door, twin].replace(twin, "<name>"),
         )
-        for door in RESOLVING_DOORS[family]
+        for door in sorted({door for door, _ in answers})
         for name, twin in NAME_PAIRS
     ]
     assert [t for t in told_apart if t[1] != t[2]] == []
