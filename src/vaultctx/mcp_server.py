@@ -4,19 +4,31 @@ Built on the official MCP Python SDK (`MCPServer`). No tool here changes a note:
 tools only read the vault and its index and say so with `readOnlyHint`; `touch` records in
 the index which note the user has open. Tools that change notes belong to the agent, behind
 its PermissionGuard, and are not exposed here.
+
+The SDK's stdio transport drops a line it cannot read as one JSON-RPC message (broken JSON,
+a batch, a lone surrogate, a huge integer, deep nesting) without an answer, and the client
+then waits forever; here each such line is answered with a JSON-RPC error instead.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
-from typing import Annotated, Any, Literal, TypeVar
+import os
+import re
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, BinaryIO, Literal, TypeVar
 
+import anyio
+from mcp import types as mcp_types
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from ._version import __version__
 from .errors import VaultctxError
@@ -54,11 +66,176 @@ def tool_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+# --- the stdio wire ----------------------------------------------------------------------
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)  # strings, brackets
+_ID_VALUE = re.compile(r'\s*:\s*(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.)*")', re.DOTALL)
+MAX_DEPTH = 200  # nesting the SDK's JSON parser reads; deeper is never parsed here either
+MAX_INT_DIGITS = 4300  # Python's own bound on converting digits to an int
+
+
+class _HugeInt:
+    """An integer literal too long to read, found while working out what was wrong."""
+
+
+def _read_int(digits: str) -> int | _HugeInt:
+    return int(digits) if len(digits) <= MAX_INT_DIGITS else _HugeInt()
+
+
+def _outline(line: str) -> tuple[int, mcp_types.RequestId | None]:
+    """How deep `line` nests and the `id` of its top-level object, read without parsing it
+    (it may be broken, or too deep to parse)."""
+    depth = deepest = 0
+    top = ""
+    request_id: mcp_types.RequestId | None = None
+    for token in _TOKENS.finditer(line):
+        text = token.group()
+        if text in ("{", "["):
+            top = top or text
+            depth += 1
+            deepest = max(deepest, depth)
+        elif text in ("}", "]"):
+            depth -= 1
+        elif depth == 1 and top == "{" and text == '"id"' and request_id is None:
+            value = _ID_VALUE.match(line, token.end())
+            if value is not None:
+                request_id = _readable_id(value.group(1))
+    return deepest, request_id
+
+
+def _readable_id(literal: str) -> mcp_types.RequestId | None:
+    try:
+        value = json.loads(literal)
+        if isinstance(value, str):
+            value.encode("utf-8")  # an id with a lone surrogate cannot be written back
+        return value
+    except (ValueError, UnicodeEncodeError):
+        return None
+
+
+def _unreadable_part(value: Any) -> str | None:
+    """What in a parsed message the SDK could not read, if it is one of the known cases."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _HugeInt):
+            return f"an integer has more than {MAX_INT_DIGITS} digits"
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "a string is not valid Unicode (a lone surrogate)"
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+def _error(code: int, message: str, request_id: mcp_types.RequestId | None) -> SessionMessage:
+    error = mcp_types.ErrorData(code=code, message=message)
+    return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
+def screen_line(raw: bytes) -> tuple[str | None, SessionMessage | None]:
+    """One line from the client: (the line, for the SDK to read) when it is one JSON-RPC
+    message the SDK reads, else (None, the JSON-RPC error that answers it) — or (None, None)
+    for a blank line or a notification, which get no answer."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, _error(mcp_types.PARSE_ERROR, "Parse error: the line is not UTF-8", None)
+    if not line.strip():
+        return None, None
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return line, None
+    except ValidationError as exc:
+        failure = exc.errors()[0]
+    deepest, request_id = _outline(line)
+    if deepest > MAX_DEPTH:
+        reason = f"nested deeper than {MAX_DEPTH} levels"
+        return None, _error(mcp_types.INVALID_PARAMS, f"Invalid params: {reason}", request_id)
+    try:
+        message = json.loads(line, parse_int=_read_int)
+    except (ValueError, RecursionError):
+        return None, _error(mcp_types.PARSE_ERROR, "Parse error: the line is not JSON", request_id)
+    if isinstance(message, list):
+        reason = "Invalid request: batches are not supported, send one message a line"
+        return None, _error(mcp_types.INVALID_REQUEST, reason, None)
+    if not isinstance(message, dict):
+        reason = "Invalid request: a message is a JSON object"
+        return None, _error(mcp_types.INVALID_REQUEST, reason, None)
+    if failure["type"] != "json_invalid":  # JSON, but not a JSON-RPC message
+        reason = f"Invalid request: {failure['msg']} at {'.'.join(map(str, failure['loc']))}"
+        return None, _error(mcp_types.INVALID_REQUEST, reason, request_id)
+    if "id" not in message and isinstance(message.get("method"), str):
+        return None, None  # a notification: JSON-RPC answers none, even a bad one
+    reason = _unreadable_part(message) or failure["msg"]
+    return None, _error(mcp_types.INVALID_PARAMS, f"Invalid params: {reason}", request_id)
+
+
+class _ScreenedLines:
+    """The client's lines as the SDK's stdio transport reads them, each screened first: a
+    line it would drop unanswered is answered here, and the next line is read."""
+
+    def __init__(self, wire: BinaryIO) -> None:
+        self._wire = anyio.wrap_file(wire)
+        self._replies: Any = None
+        self._ready = anyio.Event()
+
+    def answer_to(self, replies: Any) -> None:
+        self._replies = replies
+        self._ready.set()
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        await self._ready.wait()
+        async for raw in self._wire:
+            line, answer = screen_line(raw)
+            if answer is not None:
+                await self._replies.send(answer)
+            elif line is not None:
+                yield line
+
+
+@contextmanager
+def _claimed_stdin() -> Iterator[BinaryIO]:
+    """The wire, read through a private copy of fd 0 while fd 0 reads the null device (as
+    the SDK's own transport does), so nothing else in the process can take a client's bytes."""
+    try:
+        wire = os.dup(0)
+        null = os.open(os.devnull, os.O_RDONLY)
+    except OSError:
+        yield sys.stdin.buffer
+        return
+    os.dup2(null, 0)
+    os.close(null)
+    try:
+        # closefd=False: a reading thread may still block on it when serving ends.
+        yield os.fdopen(wire, "rb", closefd=False)
+    finally:
+        os.dup2(wire, 0)
+
+
+class _VaultMCPServer(MCPServer):
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio serving, reading the client's lines through `_ScreenedLines`."""
+        with _claimed_stdin() as wire:
+            lines = _ScreenedLines(wire)
+            async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+                lines.answer_to(write_stream)
+                lowlevel = self._lowlevel_server
+                await lowlevel.run(
+                    read_stream, write_stream, lowlevel.create_initialization_options()
+                )
+
+
 def create_mcp_server(workspace: Workspace, *, use_vectors: bool = True) -> MCPServer:
     """An MCP server over `workspace`. `use_vectors=False` keeps select lexical and graph
     only, so the embedding model is never loaded (low-end machines, tests)."""
     ws = workspace
-    server = MCPServer(
+    server = _VaultMCPServer(
         "vaultctx",
         version=__version__,
         instructions=(

@@ -8,7 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from select_helpers import NOTES
+from server_helpers import call, config_dir_fixture, workspace_fixture  # noqa: F401
 from vaultctx.cli import cli
+from vaultctx.server.run import LocalServer
 
 
 @pytest.fixture
@@ -59,3 +61,46 @@ def test_cli_open_records_an_access_that_seeds_the_graph(vault):
     )
     context = json.loads(result.output)["explain"]["graph"]["context"]
     assert [c["path"] for c in context] == ["Work/Draft.md"]
+
+
+DATE_BOUNDS = [
+    (("--since", "0001-01-01"), True),
+    (("--until", "9999-12-31T23:59:59"), True),
+    (("--since", "9999-12-31"), False),
+    (("--until", "0001-01-01"), False),
+]
+
+
+def _select_paths(vault, *bounds: str) -> set[str]:
+    result = CliRunner().invoke(
+        cli, ["select", "varroa mites", "--no-vectors", "-V", str(vault), "--json", *bounds]
+    )
+    assert result.exit_code == 0, result.output
+    return {c["path"] for c in json.loads(result.output)["candidates"]}
+
+
+@pytest.mark.parametrize(("bounds", "finds"), DATE_BOUNDS)
+def test_cli_select_takes_any_date_from_year_1_to_9999(workspace, bounds, finds) -> None:
+    """Year 1 and year 9999 are dates: before every note, or after every note."""
+    assert bool(_select_paths(workspace.root, *bounds)) is finds
+    with LocalServer(workspace, watch=False, warm=False) as server:  # the same over HTTP
+        served = _select_paths(workspace.root, *bounds)
+        status, _, body = call(
+            server,
+            "POST",
+            "/select",
+            {"query": "varroa mites", "no_vectors": True, bounds[0][2:]: bounds[1]},
+        )
+    assert bool(served) is finds
+    assert status == 200 and {c["path"] for c in body["candidates"]} == served
+
+
+def test_an_impossible_date_is_a_one_line_error_and_a_422(workspace) -> None:
+    result = CliRunner().invoke(
+        cli, ["select", "varroa", "-V", str(workspace.root), "--since", "2025-02-30"]
+    )
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    with LocalServer(workspace, watch=False, warm=False) as server:
+        for since in ("2025-02-30", "10000-01-01", "yesterday"):
+            status, _, body = call(server, "POST", "/select", {"query": "varroa", "since": since})
+            assert status == 422 and body["error"], (since, body)

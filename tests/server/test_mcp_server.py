@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp.client import Client
 
-from server_helpers import run_session
+from server_helpers import PASSED_ENV, run_session
 from vaultctx import Workspace
+from vaultctx.mcp_server import screen_line
 
 NOTES = {
     "Hives/Varroa.md": "---\naliases: [mites]\n---\n# Varroa\n\nCount varroa mites in August.\n",
@@ -119,3 +128,127 @@ def test_mcp_with_vectors_answers_its_first_select_with_the_model(
     selected = run_session(vault, steps)
     assert not selected.is_error
     assert selected.structured_content["diagnostics"]["retrieval_path"] == "hybrid"
+
+
+class RawClient:
+    """`vaultctx mcp` spoken to line by line, as a client that sends whatever it likes; every
+    read waits at most `timeout` seconds, so a line left unanswered fails the test."""
+
+    def __init__(self, vault: Path, timeout: float = 30.0) -> None:
+        self.timeout = timeout
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "vaultctx", "mcp", str(vault), "--no-vectors"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={k: v for k, v in os.environ.items() if k in PASSED_ENV},
+        )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+
+    def send(self, line: str | bytes) -> None:
+        assert self.process.stdin is not None
+        raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
+        self.process.stdin.write(raw + b"\n")
+        self.process.stdin.flush()
+
+    def answer(self, line: str | bytes) -> dict:
+        self.send(line)
+        try:
+            return json.loads(self.lines.get(timeout=self.timeout))
+        except queue.Empty:
+            raise AssertionError(f"no answer within {self.timeout}s to {line[:80]!r}") from None
+
+    def request(self, request_id: int, method: str, params: dict) -> dict:
+        return self.answer(
+            json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        )
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=self.timeout)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture
+def raw_client(make_vault: Callable[..., Path]) -> Iterator[RawClient]:
+    vault = make_vault(NOTES)
+    with Workspace.open(vault, {"embed": False}) as ws:
+        ws.index()
+    client = RawClient(vault)
+    try:
+        initialized = client.request(
+            0,
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        )
+        assert "result" in initialized, initialized
+        client.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+        yield client
+    finally:
+        client.close()
+
+
+def _call(request_id: int, arguments: str) -> str:
+    """A tools/call of select whose arguments are given as raw JSON text."""
+    return (
+        f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call",'
+        f' "params": {{"name": "select", "arguments": {arguments}}}}}'
+    )
+
+
+MALFORMED = [  # (line, the error code, the id the answer carries)
+    (_call(1, '{"query": "\\ud800 mites"}'), -32602, 1),
+    (_call(2, '{"query": "mites", "k": ' + "9" * 5000 + "}"), -32602, 2),
+    (_call(3, '{"query": ' + "[" * 10_000 + "]" * 10_000 + "}"), -32602, 3),
+    ('{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {', -32700, 4),
+    ("{not json at all", -32700, None),
+    (b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "x": "\xff"}', -32700, None),
+    ('[{"jsonrpc": "2.0", "id": 6, "method": "ping"}]', -32600, None),
+    ("42", -32600, None),
+    ('{"jsonrpc": "2.0", "id": 7, "params": {}}', -32600, 7),
+]
+
+
+def test_mcp_answers_every_malformed_line_with_a_json_rpc_error_and_keeps_serving(
+    raw_client: RawClient,
+) -> None:
+    for number, (line, code, request_id) in enumerate(MALFORMED):
+        answer = raw_client.answer(line)
+        assert answer["error"]["code"] == code, (line[:80], answer)
+        assert answer["id"] == request_id, (line[:80], answer)
+        assert "result" not in answer
+        pong = raw_client.request(100 + number, "ping", {})
+        assert pong == {"jsonrpc": "2.0", "id": 100 + number, "result": {}}
+    # A notification gets no answer, even a malformed one: the next answer is the ping's.
+    raw_client.send('{"jsonrpc": "2.0", "method": "notifications/x", "params": {"a": "\\udc00"}}')
+    assert raw_client.request(200, "ping", {})["id"] == 200
+    selected = raw_client.answer(_call(201, '{"query": "varroa mites", "k": 3}'))
+    assert selected["id"] == 201 and not selected["result"].get("isError")
+    assert selected["result"]["structuredContent"]["candidates"][0]["path"] == "Hives/Varroa.md"
+
+
+@given(
+    st.binary(max_size=300)
+    | st.text(max_size=300).map(lambda t: t.encode("utf-8", "surrogatepass"))
+)
+def test_any_line_is_read_or_answered_never_an_exception(raw: bytes) -> None:
+    line, answer = screen_line(raw)
+    assert line is None or answer is None
+    if answer is not None:
+        assert answer.message.error.code in (-32700, -32600, -32602)
+        answer.message.model_dump_json(by_alias=True, exclude_unset=True)

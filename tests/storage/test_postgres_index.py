@@ -5,6 +5,7 @@ as they are. On a real PostgreSQL (tests/pg_server.py) and real SQLite index fil
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import re
@@ -805,3 +806,50 @@ def test_a_database_of_the_last_schema_is_upgraded_with_its_rankings(example_vau
     finally:
         reads.close()
         vault.close()
+
+
+def test_a_database_stopped_mid_publish_is_one_line_and_the_next_run_completes(
+    example_vault: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """PostgreSQL stops while `vaultctx index` publishes: one line and exit code 20, no
+    traceback; once it is back, the next run publishes everything the first did not."""
+    from click.testing import CliRunner
+
+    from pg_server import EmbeddedPostgres
+    from vaultctx.cli import cli
+    from vaultctx.storage.postgres import sync
+
+    runner = CliRunner()
+    with EmbeddedPostgres() as server:
+        url = server.create_database("stopped")
+        configured = runner.invoke(
+            cli, ["config", "database_url", url, "--vault", str(example_vault)]
+        )
+        assert configured.exit_code == 0, configured.output
+        update_doc_freqs = sync._update_doc_freqs
+
+        def stopped_midway(pg, df):
+            server.pause()  # the blocks are written, the transaction still open
+            return update_doc_freqs(pg, df)
+
+        monkeypatch.setattr(sync, "_update_doc_freqs", stopped_midway)
+        failed = runner.invoke(cli, ["index", str(example_vault), "--no-embed"])
+        monkeypatch.undo()
+        assert failed.exit_code == IndexUnavailable.exit_code, failed.output
+        assert "Traceback" not in failed.output and not isinstance(failed.exception, Exception)
+        lines = failed.output.strip().splitlines()
+        assert len(lines) == 1 and "database failed while publishing" in lines[0], lines
+
+        server.resume()
+        again = runner.invoke(cli, ["index", str(example_vault), "--no-embed", "--json"])
+        assert again.exit_code == 0, again.output
+        published = json.loads(again.output)["published"]
+        vault = Vault.open(example_vault)  # its full-text table is the database's
+        try:
+            (notes,) = vault.db.connect().execute("SELECT count(*) FROM notes").fetchone()
+            assert published["full"] and published["notes_written"] == notes
+            with connect(url) as pg:
+                for table, columns in COMPARED.items():
+                    assert table_rows(pg, table, columns) == lite_rows(vault, table, columns)
+        finally:
+            vault.close()

@@ -62,8 +62,8 @@ def build_filters(
         path=path_glob,
         tags=tags,
         frontmatter=parse_fields(fields),
-        modified_after=since.astimezone() if since else None,
-        modified_before=until.astimezone() if until else None,
+        modified_after=since,
+        modified_before=until,
         kinds=kinds,
     )
 

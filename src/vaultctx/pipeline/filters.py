@@ -6,7 +6,7 @@ import fnmatch
 import json
 from typing import TYPE_CHECKING
 
-from .models import Filters
+from .models import Filters, moment_ns
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -38,7 +38,7 @@ def _frontmatter_matches(frontmatter: dict, key: str, expected: str) -> bool:
 
 
 def _ns(when: datetime | None) -> int | None:
-    return None if when is None else int(when.timestamp() * 1e9)
+    return None if when is None else moment_ns(when)
 
 
 def allowed_notes(reads: IndexReads, filters: Filters) -> set[int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import InvalidQuery
 
@@ -122,6 +122,47 @@ class Selection(BaseModel):
         return data
 
 
+def moment(value: object) -> _dt.datetime:
+    """A date filter's bound as an aware datetime: every door's dates become one here, so a
+    date any door takes means the same everywhere and a bad one is an `InvalidQuery`.
+
+    Takes a datetime, a date (its midnight) or ISO 8601 text; naive means local time. Any
+    year from 1 to 9999 is a bound, however far from the notes' times."""
+    if isinstance(value, str):
+        try:
+            value = _dt.datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise InvalidQuery(f"not an ISO date or datetime: {value[:40]!r}") from None
+    elif isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
+        value = _dt.datetime.combine(value, _dt.time())
+    if not isinstance(value, _dt.datetime):
+        raise InvalidQuery(f"a date filter takes a date or datetime, not {type(value).__name__}")
+    try:
+        offset = value.utcoffset()
+    except (ValueError, OverflowError, TypeError) as exc:  # a tzinfo that cannot place it
+        raise InvalidQuery(f"the date {value.isoformat()} has no usable time zone") from exc
+    if offset is not None:
+        return value
+    try:
+        return value.astimezone()
+    except (ValueError, OverflowError, OSError):
+        # Years the C library cannot place (far before 1970 or near 9999): today's offset.
+        return value.replace(tzinfo=_dt.datetime.now().astimezone().tzinfo)
+
+
+_EPOCH = _dt.datetime(1970, 1, 1)
+_INT64 = 2**63 - 1
+
+
+def moment_ns(when: _dt.datetime) -> int:
+    """Nanoseconds since the epoch of an aware datetime, as the index stores `mtime_ns`:
+    exact integer arithmetic (no float rounding, no overflow at year 1 or 9999), held to a
+    signed 64-bit column's range, past whose ends no note is stamped."""
+    offset = when.utcoffset() or _dt.timedelta()
+    ns = ((when.replace(tzinfo=None) - _EPOCH) - offset) // _dt.timedelta(microseconds=1) * 1000
+    return max(-_INT64 - 1, min(_INT64, ns))
+
+
 class Filters(BaseModel):
     """Restrictions on what select may return. Empty filters allow everything."""
 
@@ -134,9 +175,18 @@ class Filters(BaseModel):
     frontmatter: dict[str, str] = Field(
         default_factory=dict, description="frontmatter field equals value (lists: contains)"
     )
-    modified_after: _dt.datetime | None = None
-    modified_before: _dt.datetime | None = None
+    modified_after: _dt.datetime | None = Field(
+        None, description="modified on or after (ISO date or datetime; naive means local time)"
+    )
+    modified_before: _dt.datetime | None = Field(
+        None, description="modified before (ISO date or datetime; naive means local time)"
+    )
     kinds: tuple[CandidateKind, ...] = Field((), description="candidate kinds to keep")
+
+    @field_validator("modified_after", "modified_before", mode="before")
+    @classmethod
+    def _moment(cls, value: object) -> _dt.datetime | None:
+        return None if value is None else moment(value)
 
     @model_validator(mode="after")
     def _few_enough(self) -> Filters:

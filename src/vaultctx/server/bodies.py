@@ -51,13 +51,13 @@ class FilterBody(_Body):
     kinds: list[Literal["block", "note", "memory"]] = Field(default_factory=list)
 
     def filters(self) -> Filters:
-        """Naive dates mean local time, as on the command line."""
+        """Naive dates mean local time, as on the command line (`Filters` reads them)."""
         return Filters(
             path=self.path,
             tags=tuple(self.tags),
             frontmatter=self.fields,
-            modified_after=self.since.astimezone() if self.since else None,
-            modified_before=self.until.astimezone() if self.until else None,
+            modified_after=self.since,
+            modified_before=self.until,
             kinds=tuple(self.kinds),
         )
 

@@ -17,20 +17,20 @@ import sqlite3
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ...errors import IndexLocked
+from ...errors import IndexLocked, IndexUnavailable
 from ..db import IndexDatabase
 from ..indexer import FTS_VALUES, FULLTEXT_KEY, FULLTEXT_OFF, log_unpublished
 from ..language import analyse
 from ..migrations import CHANGES_LOGGED
 from .postings import SEGMENT_NOTES, Analyser, SegmentRows
-from .schema import connect
+from .schema import connect, one_line
 
 NOTE_COLUMNS = (
     "id", "path", "title", "mtime_ns", "size", "content_hash", "frontmatter", "problems",
@@ -88,6 +88,25 @@ class PublishReport:
         return bool(self.notes_written or self.notes_deleted or self.vectors)
 
 
+@contextlib.contextmanager
+def database_errors(doing: str) -> Iterator[None]:
+    """psycopg's errors as the project's `IndexUnavailable`: the database stopped, or
+    dropped the connection, while `doing`. Its transaction was rolled back with it, so the
+    database holds its last publish and the next run starts from there."""
+    try:
+        import psycopg
+    except ImportError:  # `connect` says so, as IndexUnavailable
+        yield
+        return
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise IndexUnavailable(
+            f"the database failed while {doing} (nothing of it was kept; run it again"
+            f" once the database is back): {one_line(exc)}"
+        ) from exc
+
+
 class IndexerSeat:
     """The database's one indexer seat: whoever takes it holds it on a connection of its
     own until `release` (or until its process dies, which frees it), so one host indexes
@@ -99,6 +118,7 @@ class IndexerSeat:
         self._conn: Any = None
         self._held = False
 
+    @database_errors("taking the indexer seat")
     def take(self) -> Any:
         """The connection holding the seat; IndexLocked while another indexer holds it."""
         if self._conn is None or self._conn.closed or self._conn.broken:
@@ -133,6 +153,7 @@ def published_from(pg: Any) -> str | None:
     return _pg_meta(pg, "published_from")
 
 
+@database_errors("publishing the index")
 def publish(db: IndexDatabase, pg: Any, language: str | None) -> PublishReport:
     """Bring the database to the SQLite index's content in one transaction: the notes whose
     row differs are written again with their blocks, terms, links, tags and aliases; the
@@ -485,6 +506,7 @@ def _copy(pg: Any, table: str, columns: Sequence[str], rows: Sequence[Sequence[A
             copy.write_row(row)
 
 
+@database_errors("catching up with the database's index")
 def catch_up(db: IndexDatabase, pg: Any) -> bool:
     """Before indexing: when the database holds an index this SQLite index did not publish
     last (another host indexed since, or never this one), restore it here first, so the
@@ -500,6 +522,7 @@ def catch_up(db: IndexDatabase, pg: Any) -> bool:
     return True
 
 
+@database_errors("restoring the index from the database")
 def restore(pg: Any, db: IndexDatabase) -> int:
     """Replace the SQLite index's content with the database's, vectors included, its
     full-text table left empty (made when the index is read here: `Vault`). The SQLite
