@@ -281,7 +281,10 @@ def private_file(path: Path) -> Path:
     (and a SQLite database's -wal and -shm files, which SQLite creates with the database's
     mode), in a `private_dir`."""
     private_dir(path.parent)
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE))
+    # Only a new file is opened here: closing any descriptor of a file drops every POSIX
+    # lock this process holds on it, so opening a database another thread uses corrupts it.
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
     for suffix in ("", "-wal", "-shm"):
         _tighten(Path(f"{path}{suffix}"), PRIVATE_FILE)
     return path

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 AUDIT_FILENAME = "audit.db"
 MAX_ROWS = 10_000
 MAX_AGE_DAYS = 90
-BUSY_TIMEOUT = 5.0
+BUSY_TIMEOUT = 30.0  # writers of a busy machine wait their turn; a row is never dropped
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS requests (
@@ -116,6 +116,7 @@ class AuditLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._ready = False  # the file and its table made, by this object
 
     @classmethod
     def of(cls, index_dir: Path) -> AuditLog:
@@ -127,16 +128,22 @@ class AuditLog:
 
         from .db import map_sqlite_error, private_file  # the index's helpers: on first write
 
+        make = create and not (self._ready and self.path.is_file())
         try:
-            if create:
+            if make:
                 private_file(self.path)
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise IndexCorrupt(f"audit log {self.path}: cannot open: {exc}") from exc
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            if create:
-                conn.executescript(_SCHEMA)
+            if make:  # once: switching to WAL and the schema's statements take locks
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("BEGIN IMMEDIATE")  # a write lock, waited for, before any read
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute("COMMIT")
+                self._ready = True
             yield conn
         except sqlite3.Error as exc:
             mapped = map_sqlite_error(exc, self.path)
@@ -179,11 +186,14 @@ class AuditLog:
     ) -> None:
         """Complete the row of a request that was sent: how it ended and what it cost."""
         with self._connection(create=True) as conn:
+            # Immediate: a read that then writes could not wait for another writer (WAL).
+            conn.execute("BEGIN IMMEDIATE")
             conn.execute(
                 "UPDATE requests SET outcome = ?, tokens_in = ?, tokens_out = ?,"
                 " attempts = ?, latency_ms = ? WHERE id = ?",
                 (outcome, tokens_in, tokens_out, attempts, latency_ms, row),
             )
+            conn.execute("COMMIT")
 
     def recent(self, limit: int = 50) -> list[AuditEntry]:
         """The last `limit` requests, newest first; none when nothing was ever recorded."""
