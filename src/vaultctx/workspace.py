@@ -16,11 +16,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._lazy import lazy_exports
-from .errors import NoteNotFound, NotIndexed, VaultctxError
-from .permissions import PersonPolicy, VaultPolicy, confine
+from .errors import NotIndexed, VaultctxError
+from .permissions import Destination, PersonPolicy, VaultPolicy, confine
+from .permissions.view import IndexView, ReadScope
 from .storage import Embedder, IndexReport, IndexStatus, Vault, VaultWatcher
 from .storage.db import erase_tree
 from .storage.notefile import NoteText, read_note_file
+from .storage.vault import note_not_found, resolve_note
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from .pipeline import Filters, Selection, Selector
     from .pipeline.context import SessionContext
     from .pipeline.refine import Refiner
+    from .pipeline.retrievers import Retriever
     from .search.query import STOP_WORDS
     from .storage.indexer import Progress
     from .storage.postgres.team import Person, Team
@@ -104,6 +107,11 @@ class Workspace:
             if person is None
             else PersonPolicy(vault.root, vault.db.path.parent, person.deny)
         )
+        # The reader every answer is for, by where the text goes: each method reads the
+        # index through the view of one of these (a client's, unless it goes to a model).
+        self._scopes = {d: ReadScope(vault.reads, self._policy, d) for d in Destination}
+        self._scope = self._scopes[Destination.CLIENT]
+        self._graphs: dict[Destination, tuple[str | None, frozenset[int], nx.DiGraph]] = {}
         self._selector_lock = threading.Lock()  # never waits for a running index()
         self._selector_made: Selector | None = None
         self._refiner_made: Refiner | None = None
@@ -244,7 +252,7 @@ class Workspace:
             shares = None if self._team_server is None else self._team_server._selector
             with self._selector_lock:
                 if self._selector_made is None:
-                    self._selector_made = Selector(self._vault, self._policy, shares=shares)
+                    self._selector_made = Selector(self._vault, self._scope, shares=shares)
                     created = True
             if created and (
                 self._memory is not None
@@ -265,7 +273,7 @@ class Workspace:
                 if self._memory is None:
                     shared = self._team_server  # its vault memory: one copy for everyone
                     self._memory = AgentMemoryFacade.for_vault(
-                        self._vault, self._embed_query, policy=self._policy, person=self.person,
+                        self._vault, self._embed_query, scope=self._scope, person=self.person,
                         vault_memory=None if shared is None else shared.memory.repo,
                     )  # fmt: skip
         return self._memory
@@ -323,9 +331,9 @@ class Workspace:
         `touch`, the note is recorded as open first, as an editor does when it shows it.
         `NoteNotFound` for a note the index lacks or the policy hides."""
         self._vault.require_index()
-        path, note_id = self._readable_note(note)
+        path, note_id = self._find(note)
         if touch:
-            self._vault.touch(path, kind="open")
+            self._view().record_access(note_id, time.time(), "open")
         return self._selector.related(note_id, path, k=k, use_vectors=use_vectors, explain=explain)
 
     def warm_up(self, *, use_vectors: bool = True) -> threading.Thread:
@@ -362,13 +370,33 @@ class Workspace:
 
     def status(self) -> IndexStatus:
         """Notes, blocks, links, tags, aliases, vectors, model, size and the last index run
-        and watcher failure (`vaultctx status`)."""
-        return self._vault.status()
+        and watcher failure (`vaultctx status`), of what the reader may see."""
+        return self._vault.status(self._view())
 
     def graph(self) -> nx.DiGraph:
-        """The wiki-link graph (nodes: note paths, with their titles), rebuilt only when the
-        index changed."""
-        return self._vault.graph()
+        """The wiki-link graph of the notes the reader may see (nodes: note paths, with
+        their titles), rebuilt only when the index or the policy changed."""
+        return self._graph(Destination.CLIENT)
+
+    def _graph(self, destination: Destination) -> nx.DiGraph:
+        from .storage.graph import build_graph  # networkx: only for the graph
+
+        view = self._view(destination)
+        cached = self._graphs.get(destination)
+        if cached is None or cached[0] != view.generation or cached[1] is not view.hidden:
+            cached = (view.generation, view.hidden, build_graph(*view.link_rows()))
+            self._graphs[destination] = cached
+        return cached[2]
+
+    def _view(self, destination: Destination = Destination.CLIENT) -> IndexView:
+        """The index as what goes to `destination` may see it."""
+        return self._scopes[destination].view()
+
+    def add_retriever(self, retriever: Retriever) -> None:
+        """Rank `retriever`'s hits beside the built-in lists in every select (its fusion
+        weight: config `weight_<name>`). It is asked a `RetrievalRequest` whose `view` is
+        the index as the reader may see it; hits outside that view are dropped."""
+        self._selector.add_retriever(retriever)
 
     def _agent_port(self) -> _AgentPort:
         """What an agent turn may use of this workspace (`agent.protocols.TurnWorkspace`)."""
@@ -380,29 +408,29 @@ class Workspace:
         """The path of the note `note` names (path, file name, title or alias), if the
         vault's policy lets a client read it; `NoteNotFound` otherwise, as if it were not
         there."""
-        return self._readable_note(note)[0]
+        return self._find(note)[0]
 
-    def _readable_note(self, note: str) -> tuple[str, int]:
-        """`resolve_note`, for a note the policy lets a client read."""
-        path, note_id = self._vault.resolve_note(note)
-        if not self._policy.readable(path):
-            raise NoteNotFound(f"no readable note named {note!r} in {self.root}")
-        return path, note_id
+    def _find(self, note: str, destination: Destination = Destination.CLIENT) -> tuple[str, int]:
+        """(path, id) of the note `note` names in the reader's view: a hidden note is as
+        missing as one that is not there, with the same words."""
+        return resolve_note(self._view(destination), note, self.root)
 
     def read_note(self, note: str, *, max_chars: int | None = None) -> NoteText:
         """The Markdown of a note a client may read (`find_note`), read from disk now. If
         its file became a symlink since the index run, the policy judges the target too."""
         path = self.find_note(note)
         real = confine(self.root, path).relative_to(self.root).as_posix()
-        if real != path and not self._policy.readable(real):
-            raise NoteNotFound(f"no readable note named {note!r} in {self.root}")
+        if real != path and not self._view().readable(real):
+            raise note_not_found(note, self.root)
         return read_note_file(self.root, path, max_chars)
 
     def touch(self, note: str, *, kind: str = "touch") -> str:
         """Record that the user opened or worked on `note` (path, file name, title or alias),
         a note a client may read (others are `NoteNotFound`): the next selects favour the
         notes it links to, the most recent touch most. Returns the note's path."""
-        return self._vault.touch(self.find_note(note), kind=kind)
+        path, note_id = self._find(note)
+        self._view().record_access(note_id, time.time(), kind)
+        return path
 
     # --- refine --------------------------------------------------------------------------
 
@@ -412,10 +440,10 @@ class Workspace:
         if self._refiner_made is None:
             from .pipeline.refine import Refiner  # the gate's prompts: only for context()
 
-            vectors = self._selector.vectors  # takes the lock below itself
+            selector = self._selector  # takes the lock below itself
             with self._selector_lock:  # not the write lock: a running index() must not block
                 if self._refiner_made is None:
-                    self._refiner_made = Refiner(self._vault, vectors, policy=self._policy)
+                    self._refiner_made = Refiner(self._vault, selector, policy=self._policy)
         return self._refiner_made
 
     def context(
@@ -605,13 +633,13 @@ class _AgentPort:
         self.root = vault.root
         self.config = vault.config
         self.db = vault.db
-        self.reads = vault.reads
         self.policy = ws._policy
         self.select = ws.select
         self.context = ws.context
-        self.graph = ws.graph
+        self.view = ws._view
+        self.graph = ws._graph
+        self.resolve_note = ws._find
         self.index = ws.index
-        self.resolve_note = vault.resolve_note
         self.require_index = vault.require_index
         self.session_shelf = vault.session_shelf
 

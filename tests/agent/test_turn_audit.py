@@ -32,7 +32,7 @@ def test_every_request_of_a_turn_is_recorded_with_its_notes_and_no_text(
     model.researcher.append(call("read_note", path="Garden/roses.md"))
     with open_agent_workspace(vault, llm_server) as ws:
         result = ws.ask("varroa mites")
-        index = ws.db.path.parent
+        index = ws._vault.db.path.parent
     # closing the workspace waits for the turn's memory extraction, a request too
     entries = list(reversed(AuditLog.of(index).recent(100)))
     raw = b"".join(p.read_bytes() for p in index.glob("audit.db*"))

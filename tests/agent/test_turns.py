@@ -149,7 +149,8 @@ def test_notes_a_read_policy_hides_reach_the_model_through_no_tool_and_no_contex
         result = ws.ask("What should I buy for the beehives?")
     found = result.tool_activity[0]["output"]["results"]
     assert found and all(r["path"] != "Inbox/Todo.md" for r in found)
-    assert result.tool_activity[1]["output"]["error"] == "permission_denied"
+    # hidden means missing: the same answer as for a note that is not there, not its path
+    assert result.tool_activity[1]["output"]["error"] == "note_not_found"
     first = model.seen["orchestrator"][0]
     assert "buy frames" not in json.dumps(first.messages)
 
@@ -228,10 +229,7 @@ def test_a_note_the_policy_hides_is_not_appended_to_even_with_yes(
     with open_agent_workspace(vault, llm_server) as ws:
         result = ws.ask("Add to the hives note", asker=lambda capability, resource: True)
     outputs = [a["output"] for a in result.tool_activity]
-    assert [(o["error"], o["capability"]) for o in outputs] == [
-        ("permission_denied", "vault.read"),
-        ("permission_denied", "vault.read"),
-    ]
+    assert [o["error"] for o in outputs] == ["note_not_found", "note_not_found"]
     assert hash_tree(vault) == before
 
 

@@ -48,7 +48,7 @@ def open_vault(root: Path, server: LLMServer, *, policy: str | None = POLICY) ->
 
 
 def audit_bytes(ws: Workspace) -> bytes:
-    return b"".join(p.read_bytes() for p in ws.db.path.parent.glob("audit.db*"))
+    return b"".join(p.read_bytes() for p in ws._vault.db.path.parent.glob("audit.db*"))
 
 
 def test_a_note_kept_from_the_model_is_not_in_its_request_nor_in_the_context(
@@ -102,7 +102,7 @@ def test_each_gate_request_is_one_audit_row_with_its_notes_and_no_text(
     with open_vault(tmp_path / "v", llm_server) as ws:
         ws.context(QUERY, use_vectors=False)
         ws.context(QUERY, use_vectors=False)  # the gate's cache answers: nothing is sent
-        entries = AuditLog.of(ws.db.path.parent).recent()
+        entries = AuditLog.of(ws._vault.db.path.parent).recent()
         block_ids = {
             c.block_id
             for c in ws.select(QUERY, use_vectors=False).candidates
@@ -124,7 +124,7 @@ def test_a_failed_request_is_recorded_too(tmp_path: Path, llm_server: LLMServer)
     llm_server.script(Reply(status=500))
     with open_vault(tmp_path / "v", llm_server) as ws:
         ws.context(QUERY, use_vectors=False)
-        (entry,) = AuditLog.of(ws.db.path.parent).recent()
+        (entry,) = AuditLog.of(ws._vault.db.path.parent).recent()
     assert entry.outcome == "error" and entry.attempts == 1
     assert [n.path for n in entry.notes] == ["Garden/hives.md"]
 
@@ -134,7 +134,7 @@ def test_a_request_whose_record_cannot_be_written_is_not_sent(
 ) -> None:
     llm_server.script(Reply(content='{"keep": []}'))
     with open_vault(tmp_path / "v", llm_server) as ws:
-        (ws.db.path.parent / "audit.db").mkdir()  # where the log would be: not a file
+        (ws._vault.db.path.parent / "audit.db").mkdir()  # where the log would be: not a file
         context = ws.context(QUERY, use_vectors=False)
     assert llm_server.requests == []
     assert context.gate == "deterministic" and "audit log" in (context.gate_reason or "")

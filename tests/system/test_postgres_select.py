@@ -125,7 +125,7 @@ def test_an_index_kept_for_a_database_has_no_full_text_until_it_is_read_here(
         assert full_text_terms(ws._vault.db.path) == 0
         published = selected(ws)
     with Workspace.open(example_vault, kept, embedder=embedder) as back:
-        assert_full_text_matches_blocks(back.db.path)
+        assert_full_text_matches_blocks(back._vault.db.path)
         assert selected(back) == published
 
 

@@ -447,7 +447,7 @@ def test_a_team_member_s_status_names_nothing_of_the_server_s_machine(
 
     with open_server_side(team_vault, postgres_url) as ws:
         ivy = ws.team.add("ivy", ["Finance/**"])
-        record_watch_error(ws.db, f"cannot read {team_vault}/Finance/Budget.md")
+        record_watch_error(ws._vault.db, f"cannot read {team_vault}/Finance/Budget.md")
         with LocalServer(ws, watch=False, warm=False) as server:
             owner = call(server, "GET", "/status")
             member = call(server, "GET", "/status", token=ivy)

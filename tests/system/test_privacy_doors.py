@@ -215,6 +215,7 @@ def graph_listing(ws: Workspace) -> dict[str, object]:
 
 
 WORKSPACE_DOORS: dict[str, Case] = {
+    "add_retriever": Queried(lambda kit, q: plugged_select(kit.ws, q)),
     "ask": Named(agent_turn, AGENT_PAIRS),
     "close": NoNote("lifecycle: closes the index, stops watchers and flushes memory"),
     "config": NoNote("the vault's settings, read from its config files and overrides"),
@@ -238,12 +239,12 @@ WORKSPACE_DOORS: dict[str, Case] = {
     "refiner": NoNote("the gate's cache: refines a Selection it is handed, already filtered"),
     "related": Named(lambda kit, name: kit.ws.related(name, use_vectors=False)),
     "require_index": NoNote("says only whether anything is indexed"),
-    "resolve_note": Named(lambda kit, name: kit.ws.resolve_note(name)),
+    "resolve_note": Named(lambda kit, name: kit.ws._vault.resolve_note(name)),
     "restore_from_database": NoNote("the owner's act of copying a team database's index here"),
     "root": NoNote("the vault folder"),
     "run_skill": Named(lambda kit, name: kit.ws.run_skill(name), SKILL_PAIRS),
     "select": Queried(lambda kit, q: kit.ws.select(q, k=20, use_vectors=False, explain=True)),
-    "selector": Queried(lambda kit, q: kit.ws.selector.select(q, k=20, use_vectors=False)),
+    "selector": Queried(lambda kit, q: kit.ws._selector.select(q, k=20, use_vectors=False)),
     "session": Named(
         lambda kit, name: kit.ws.session(agent_turn(kit, name)["session_id"]), AGENT_PAIRS
     ),
@@ -531,6 +532,12 @@ class TagRetriever:
         return [Hit(f"note:{note_id}", 1.0) for note_id, _path, _frontmatter in rows]
 
 
+def plugged_select(ws: Workspace, query: str) -> object:
+    """A select with a plug-in retriever attached, which reads what its request offers."""
+    ws.add_retriever(TagRetriever())
+    return ws.select(query, k=20, use_vectors=False).contract()
+
+
 @pytest.fixture
 def ws(door_vault: Path) -> Iterator[Workspace]:
     with Workspace.open(door_vault, {"embed": False}) as workspace:
@@ -542,7 +549,7 @@ def test_a_plug_in_retriever_reads_through_the_reader_s_view_and_never_adds_a_hi
     ws: Workspace,
 ) -> None:
     plugin = TagRetriever()
-    ws.selector.add_retriever(plugin)
+    ws.add_retriever(plugin)
     selection = ws.select(f"{TAG} {PUBLIC_TAG}", k=20, use_vectors=False)
     assert plugin.requests, "the plug-in was never asked"
     assert getattr(plugin.requests[0], "view", None) is not None, (
@@ -577,7 +584,7 @@ def test_fusion_drops_a_plug_in_hit_outside_the_reader_s_view(
                 Hit("tags:hidden", 1.0, {"candidate": hidden}),
             ]
 
-    ws.selector.add_retriever(RawTags())
+    ws.add_retriever(RawTags())
     selection = ws.select(f"{TAG} {PUBLIC_TAG}", k=20, use_vectors=False)
     contract = selection.contract()
     assert "Apiary.md" in {c.path for c in selection.candidates}  # the plug-in's hits count

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..memory import AgentMemoryFacade
     from ..permissions import VaultPolicy
     from ..permissions.capability import Capability
+    from ..permissions.destination import Destination
     from ..pipeline import Selection
     from ..pipeline.context import SessionContext
     from ..storage.db import IndexDatabase
@@ -104,8 +105,11 @@ class TurnWorkspace(Protocol):
     root: Path
     config: Config
     db: IndexDatabase
-    reads: IndexReads
     policy: VaultPolicy
+
+    def view(self, destination: Destination = ...) -> IndexReads:
+        """The index as what goes to `destination` may see it (default: a client)."""
+        ...
 
     @property
     def memory(self) -> AgentMemoryFacade: ...
@@ -114,9 +118,14 @@ class TurnWorkspace(Protocol):
 
     def context(self, query: str, *, model: str | None = None) -> SessionContext: ...
 
-    def resolve_note(self, note: str) -> tuple[str, int]: ...
+    def resolve_note(self, note: str, destination: Destination = ...) -> tuple[str, int]:
+        """(path, id) of the note `note` names in `destination`'s view; `NoteNotFound`
+        otherwise, for a hidden note as for a missing one."""
+        ...
 
-    def graph(self) -> nx.DiGraph: ...
+    def graph(self, destination: Destination = ...) -> nx.DiGraph:
+        """The link graph of `destination`'s view."""
+        ...
 
     def index(self, *, paths: list[str] | None = None) -> IndexReport: ...
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import prompts
-from ..permissions import PermissionGuard
+from ..permissions import Destination, PermissionGuard
 from ..storage.audit import SentNote
 from .jobs import ModelJob
 from .protocols import IndexedVault
@@ -119,9 +119,12 @@ def tool_names(skills: Sequence[Skill]) -> dict[str, Skill]:
     return named
 
 
-def skills_for_turn(ws: TurnWorkspace, question: str) -> TurnSkills:
-    """The vault's valid skills, and the few offered for `question`."""
-    catalog = discover(ws)
+def skills_for_turn(
+    ws: TurnWorkspace, question: str, destination: Destination = Destination.CLIENT
+) -> TurnSkills:
+    """The vault's valid skills that may go to `destination` (the turn's model), and the few
+    offered for `question`."""
+    catalog = discover(ws, destination)
     named = tool_names(catalog.skills)
     if not named:
         return NO_SKILLS

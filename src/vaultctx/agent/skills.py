@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from .. import prompts
 from ..errors import NoteNotFound, SkillError
 from ..llm import count_tokens
-from ..permissions import Capability, PermissionGuard
+from ..permissions import Capability, Destination, PermissionGuard
 from ..storage.frontmatter import split_frontmatter
 from ..storage.notefile import read_note_file
 
@@ -174,18 +174,16 @@ class SkillCatalog:
     errors: tuple[SkillError, ...]
 
 
-def discover(ws: TurnWorkspace) -> SkillCatalog:
-    """The skills of the vault: indexed notes under `config.skills_folder` that the policy
-    lets a model read, each parsed from its file (the index keeps no frontmatter types)."""
+def discover(ws: TurnWorkspace, destination: Destination = Destination.CLIENT) -> SkillCatalog:
+    """The skills of the vault: indexed notes under `config.skills_folder` in the view of
+    `destination` (where the skill's text goes), each parsed from its file (the index keeps
+    no frontmatter types)."""
     folder = ws.config.skills_folder.strip("/") + "/"
     ws.require_index()
-    paths = ws.reads.notes_under(folder)
-    policy = ws.policy.current()
+    paths = ws.view(destination).notes_under(folder)
     skills: list[Skill] = []
     errors: list[SkillError] = []
     for path in paths:
-        if not policy.readable(path):
-            continue
         try:
             skills.append(parse_skill(path, read_note_file(ws.root, path).content))
         except SkillError as exc:

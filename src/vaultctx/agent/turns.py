@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._version import __version__
 from ..errors import NoteNotFound
 from ..llm import LLMSettings, count_tokens
-from ..permissions import Asker, Capability, PermissionGuard
+from ..permissions import Asker, Capability, Destination, PermissionGuard, destination_of
 from ..pipeline.context import SessionContext
 from ..storage.audit import AuditLog
 from .compaction import compact, history_from_rows
@@ -268,8 +268,9 @@ class AgentRequestHandler:
         all of it and the session so far."""
         log = self._session_log()
         rows = log.rows()
-        guard = self._guard(skill)
-        vault = WorkspaceVault(self.ws)
+        destination = destination_of(settings.model or "", settings.api_base)
+        guard = self._guard(skill, destination)
+        vault = WorkspaceVault(self.ws, destination)
         context = readable_context(
             self.ws.context(question, model=settings.model),  # same model, litellm form
             guard,
@@ -279,7 +280,7 @@ class AgentRequestHandler:
             if skill is not None
             else None
         )
-        skills = skills_for_turn(self.ws, question) if skill is None else NO_SKILLS
+        skills = skills_for_turn(self.ws, question, destination) if skill is None else NO_SKILLS
         number = _turn_number(rows)
         preparation = self._prepare_messages(
             question,
@@ -292,9 +293,10 @@ class AgentRequestHandler:
         )
         return _PreparedTurn(log.session_id, number, guard, vault, context, skills, preparation)
 
-    def _guard(self, skill: SkillRun | None) -> PermissionGuard:
-        """The vault's policy; for a skill, only the capabilities it declares."""
-        guard = PermissionGuard(self.ws.policy.current(), asker=self.asker)
+    def _guard(self, skill: SkillRun | None, destination: Destination) -> PermissionGuard:
+        """The vault's policy for what goes to the turn's model (`destination`); for a
+        skill, only the capabilities it declares."""
+        guard = PermissionGuard(self.ws.policy.current(), asker=self.asker, destination=destination)
         if skill is not None:
             guard = guard.restricted(skill.skill.capabilities)
         return guard

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import VaultctxError
-from ..permissions import confine
+from ..permissions import Destination, confine
 from ..storage.notefile import read_note_file
 
 if TYPE_CHECKING:
@@ -44,11 +44,13 @@ def write_atomically(target: Path, text: str) -> None:
 
 
 class WorkspaceVault:
-    """`IndexedVault` over an open Workspace: the warm select, the index and memory."""
+    """`IndexedVault` over an open Workspace: the warm select, the index as `destination`
+    (the turn's model) may see it, and memory."""
 
-    def __init__(self, ws: TurnWorkspace) -> None:
+    def __init__(self, ws: TurnWorkspace, destination: Destination = Destination.CLIENT) -> None:
         self.ws = ws
         self.root = ws.root
+        self.destination = destination
 
     def select(self, query: str, k: int) -> list[dict[str, str | None]]:
         selection = self.ws.select(query, k=k)
@@ -58,15 +60,15 @@ class WorkspaceVault:
         ]
 
     def resolve(self, note: str) -> str:
-        return self.ws.resolve_note(note)[0]
+        return self.ws.resolve_note(note, self.destination)[0]
 
     def neighbours(self, path: str, *, incoming: bool) -> list[dict[str, str]]:
-        graph = self.ws.graph()
+        graph = self.ws.graph(self.destination)
         nodes = graph.predecessors(path) if incoming else graph.successors(path)
         return [{"path": n, "title": graph.nodes[n].get("title", "")} for n in sorted(nodes)]
 
     def tagged(self, tag: str) -> list[dict[str, str]]:
-        return [{"path": p, "title": t} for p, t in self.ws.reads.tagged(tag)]
+        return [{"path": p, "title": t} for p, t in self.ws.view(self.destination).tagged(tag)]
 
     def read(self, path: str) -> str:
         return read_note_file(self.root, path).content

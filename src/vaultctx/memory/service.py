@@ -44,7 +44,7 @@ from .turn_context import TurnRecall
 from .writes import Counters, MemoryWrites
 
 if TYPE_CHECKING:
-    from ..permissions import VaultPolicy
+    from ..permissions.view import ReadScope
     from ..pipeline import Selector
     from ..storage import Embedder, Vault
     from ..storage.postgres.memory_book import MemoryBook
@@ -82,14 +82,14 @@ class AgentMemoryFacade:
         half_lives: dict[Tier, float] | None = None,
         extractor: ex.Extractor | None = None,
         rrf_k: int = DEFAULT_RRF_K,
-        policy: VaultPolicy | None = None,
+        scope: ReadScope | None = None,
         book: MemoryBook | None = None,
         account_book: MemoryBook | None = None,
         private_tiers: frozenset[Tier] = frozenset({Tier.ACCOUNT}),
         vault_memory: MemoryRepository | None = None,
     ) -> None:
-        """`policy` hides from every search the memories drawn from notes it does not let a
-        client read. On a team's database, `book` and `account_book` are the books the
+        """`scope`: the reader; every search leaves out the memories drawn from notes its
+        view hides. On a team's database, `book` and `account_book` are the books the
         vault's file and the account's are copies of; the workspace scope is then the
         book's (`vault_scope` is this host's, which it replaces). `private_tiers` live in
         the account's database (a team member's conversations too). `vault_memory`: the
@@ -113,7 +113,7 @@ class AgentMemoryFacade:
         self.half_lives = half_lives or tier_half_lives(Config())
         self.extractor: ex.Extractor = extractor or ex.DeterministicExtractor()
         self.rrf_k = rrf_k
-        self.policy = policy
+        self.scope = scope
         self.scratchpad = ScratchpadRepository(self.repo)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vaultctx-memory")
         self._counters = Counters()
@@ -130,7 +130,7 @@ class AgentMemoryFacade:
         vault: Vault,
         embed_query: Callable[[str], np.ndarray] | None = None,
         *,
-        policy: VaultPolicy | None = None,
+        scope: ReadScope | None = None,
         person: Person | None = None,
         vault_memory: MemoryRepository | None = None,
     ) -> AgentMemoryFacade:
@@ -163,7 +163,7 @@ class AgentMemoryFacade:
                 if cfg.llm_model
                 else None
             ),
-            policy=policy,
+            scope=scope,
             account_path=(
                 vault.db.path.parent / PEOPLE_DIRNAME / person.name / ACCOUNT_DB
                 if person is not None
@@ -374,15 +374,15 @@ class AgentMemoryFacade:
         return result
 
     def _unreadable(self) -> list[str]:
-        """Ids of the memories drawn from a note the policy does not let a client read."""
-        policy = self.policy.current() if self.policy is not None else None
-        if policy is None or not policy.restricts_reading:
+        """Ids of the memories drawn from a note the reader's view hides."""
+        view = self.scope.view() if self.scope is not None else None
+        if view is None or not view.restricts:
             return []
         return [
             memory_id
             for repo in self.places.repos()
             for memory_id, paths in repo.note_sources()
-            if not all(policy.readable(path) for path in paths)
+            if not all(view.readable(path) for path in paths)
         ]
 
     def _retriever_search(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ..errors import PermissionDenied
 from .capability import Capability
+from .destination import Destination
 from .policy import Effect, Policy
 
 Asker = Callable[[str, str], bool]
@@ -38,10 +39,14 @@ class PermissionGuard:
         *,
         asker: Asker | None = None,
         only: Iterable[Capability] | None = None,
+        destination: Destination = Destination.CLIENT,
     ) -> None:
+        """`destination`: where what the guard lets through goes (the agent's model), which
+        the policy's rules may name."""
         self.policy = policy or Policy()
         self.asker = asker
         self.only = frozenset(only) if only is not None else None
+        self.destination = destination
         self._granted: set[tuple[Capability, str]] = set()
         self._lock = threading.Lock()
         self.asking_seconds = 0.0  # time spent waiting for a person: not the agent's time
@@ -52,14 +57,16 @@ class PermissionGuard:
         only = frozenset(capabilities)
         if self.only is not None:
             only &= self.only
-        return PermissionGuard(self.policy, asker=self.asker, only=only)
+        return PermissionGuard(
+            self.policy, asker=self.asker, only=only, destination=self.destination
+        )
 
     def require(self, capability: Capability | str, resource: str) -> Decision:
         """Allow or raise `PermissionDenied` (whose `to_dict()` is the model's error)."""
         capability = Capability(capability)
         if self.only is not None and capability not in self.only:
             raise PermissionDenied(capability, resource, "not available to this agent")
-        effect, reason = self.policy.effect_for(capability, resource)
+        effect, reason = self.policy.effect_for(capability, resource, self.destination)
         if effect is Effect.ALLOW:
             return Decision(capability, resource, effect, reason)
         if effect is Effect.DENY:
@@ -72,7 +79,7 @@ class PermissionGuard:
         capability = Capability(capability)
         if self.only is not None and capability not in self.only:
             return False
-        effect, _ = self.policy.effect_for(capability, resource)
+        effect, _ = self.policy.effect_for(capability, resource, self.destination)
         return effect is Effect.ALLOW or (capability, resource) in self._granted
 
     def _ask(self, capability: Capability, resource: str) -> Decision:

@@ -34,8 +34,8 @@ from .models import Candidate, Selection
 if TYPE_CHECKING:
     from ..llm import CallRecord, LLMSettings
     from ..permissions import Policy, VaultPolicy
-    from ..search.vectors import VectorStore
     from ..storage import Vault
+    from .select import Selector
 
 CACHE_SIZE = 256
 REASON_CHARS = 200
@@ -165,20 +165,20 @@ def gate_audit(
 
 
 class Refiner:
-    """Refine for one vault: the gate cache, access to its blocks and (through the select's
-    warm `VectorStore`) their vectors, the policy that says what may reach the gate's model,
-    and the audit log its requests are recorded in."""
+    """Refine for one reader of one vault: the gate cache, its blocks and their vectors as
+    the reader's select sees them (its view, the warm vector matrix), the policy that says
+    what may reach the gate's model, and the audit log its requests are recorded in."""
 
     def __init__(
         self,
         vault: Vault,
-        vectors: VectorStore,
+        selector: Selector,
         cache_size: int = CACHE_SIZE,
         *,
         policy: VaultPolicy | None = None,
     ) -> None:
         self.ws = vault
-        self.vectors = vectors
+        self.selector = selector
         self.policy = policy
         self.cache = GateCache(cache_size)
         self.audit = AuditLog.of(vault.db.path.parent)
@@ -279,7 +279,7 @@ class Refiner:
         from ..llm import CallRecord, complete_structured  # the client: only with a model
 
         key: CacheKey = (
-            self.ws.generation,
+            self.selector.scope.view().generation,
             query,
             tuple(c.id for c in candidates),
             settings.model or "",
@@ -325,11 +325,10 @@ class Refiner:
     def _vectors(self, candidates: list[Candidate]) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The candidates' embeddings from the Selector's in-memory matrix (no re-embedding),
         or (None, None) when the index has none for the current model."""
-        ws = self.ws
-        model = ws.reads.meta("embedding_model")
-        if not candidates or model is None or model != ws.embedder.model_id:
+        model = self.selector.scope.view().meta("embedding_model")
+        if not candidates or model is None or model != self.ws.embedder.model_id:
             return None, None
-        matrix = self.vectors.get(ws.reads, ws.generation, model)
+        matrix = self.selector.matrix(model)
         if matrix.size == 0:
             return None, None
         ids = np.asarray(
@@ -344,5 +343,5 @@ class Refiner:
     def _neighbours(self, candidate: Candidate) -> list[Neighbour]:
         if candidate.block_id is None:
             return []
-        rows = self.ws.reads.neighbours(candidate.block_id)
+        rows = self.selector.scope.view().neighbours(candidate.block_id)
         return [Neighbour(f"block:{r[0]}", r[1], r[2], r[3], r[4], r[5]) for r in rows]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -25,7 +25,7 @@ from ..search.query import QueryTokenizer, build_query
 from ..search.vectors import VectorMatrix, top_notes
 from ..storage.lexical import LexicalQuery
 from .candidates import block_notes
-from .graphwalk import LinkGraphStore, context_seeds, proximity
+from .graphwalk import LinkGraph, context_seeds, proximity
 from .models import Filters
 from .note_ranking import (
     COLUMN_WEIGHTS,
@@ -42,6 +42,7 @@ from .note_ranking import (
 )
 
 if TYPE_CHECKING:
+    from ..permissions.view import IndexView
     from ..storage.index_reads import IndexReads
 
 # The vector run's error when the index failed to give it vectors (not the model: `embed`).
@@ -51,13 +52,16 @@ VECTOR_READ_ERROR = "vectors"
 @dataclass
 class RetrievalRequest:
     """What a pluggable retriever is asked: the query, how many hits, which notes are
-    allowed (None: all), and the query vector when one was computed."""
+    allowed (None: all), the query vector when one was computed, and `view`: the index as
+    the reader may see it, the one thing a retriever should read. Whatever it returns,
+    fusion keeps only hits inside that view."""
 
     query: str
     limit: int
     filters: Filters
     allowed: set[int] | None = None
     query_vector: np.ndarray | None = None
+    view: IndexReads | None = None
 
 
 class Retriever(Protocol):
@@ -106,6 +110,8 @@ class Search:
     languages: Sequence[str]
     enabled: set[str] | None  # the retrievers asked for; None: all
     open_note: int | None  # the note asked about (`related`)
+    shared: IndexReads  # the widest view, that the shared vectors and link graph load from
+    shared_key: str | None  # what those are cached by
 
     def on(self, name: str) -> bool:
         return self.enabled is None or name in self.enabled
@@ -121,6 +127,32 @@ class Retrieved:
     query_vector: np.ndarray | None
     matrix: VectorMatrix | None
     vectors_indexed: bool
+
+
+def within_view(run: Run, view: IndexView) -> Run:
+    """A plug-in's run with only the hits the reader may see: none that names a hidden
+    note's block or note, nor a ready candidate of one (by its note or its path)."""
+    if not run.hits:
+        return run
+    blocks = view.block_notes([int(h.key[6:]) for h in run.hits if h.key.startswith("block:")])
+
+    def shown(hit: Hit) -> bool:
+        kind, _, ident = hit.key.partition(":")
+        if kind == "note" and ident.isdigit() and int(ident) in view.hidden:
+            return False
+        if kind == "block" and ident.isdigit() and int(ident) not in blocks:
+            return False
+        candidate = hit.payload.get("candidate") if hit.payload else None
+        if candidate is None:
+            return True
+        note = getattr(candidate, "note_id", None)
+        path = getattr(candidate, "path", None)
+        return note not in view.hidden and (path is None or view.readable(path))
+
+    kept = [hit for hit in run.hits if shown(hit)]
+    if len(kept) == len(run.hits):
+        return run
+    return replace(run, hits=kept)
 
 
 def timed(fn: Callable[[RetrievalRequest], Sequence[Hit]], request: RetrievalRequest) -> Run:
@@ -161,8 +193,7 @@ def lexical_run(
 
 def graph_run(
     reads: IndexReads,
-    graphs: LinkGraphStore,
-    generation: str | None,
+    link_graph: Callable[[], LinkGraph],
     *,
     unreadable: frozenset[int],
     hidden: frozenset[int],
@@ -172,7 +203,7 @@ def graph_run(
     """The context (recently opened and edited notes, and the open one, by weight) and the
     notes near it in the link graph, by nearness."""
     t0 = time.perf_counter()
-    graph = graphs.get(reads, generation)
+    graph = link_graph()
     context = context_seeds(reads, graph.size)
     context = {n: w for n, w in context.items() if n not in unreadable}
     if open_note is not None:

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import IndexUnavailable, InvalidQuery
+from ..errors import IndexUnavailable, InvalidQuery, NoteNotFound
 from ..search.fusion import Fused, Hit
 from ..search.query import QueryTokenizer, key_terms
-from ..search.vectors import VectorStore
+from ..search.vectors import VectorMatrix, VectorStore
 from ..storage.language import query_languages, vault_languages
 from ..storage.lexical import LexicalQuery
 from .candidates import BLOCK_LISTS, build_candidates
@@ -55,10 +55,11 @@ from .retrievers import (
     lexical_run,
     timed,
     vector_run,
+    within_view,
 )
 
 if TYPE_CHECKING:
-    from ..permissions import Policy, VaultPolicy
+    from ..permissions.view import IndexView, ReadScope
     from ..storage import Vault
     from ..storage.index_reads import IndexReads
 
@@ -72,25 +73,23 @@ RELATED_HEADING_WEIGHT = 2
 RELATED_CHARS = 20_000
 
 
-# The hidden notes of a policy that hides nothing (`frozenset()` is a new object each time).
-NOTHING_HIDDEN: frozenset[int] = frozenset()
-
-
 class Selector:
-    """Holds the warm state of select for one vault: vectors, the link graph, threads.
+    """Holds the warm state of select for one reader of one vault: vectors, the link
+    graph, threads.
 
-    With a `policy`, notes it does not let a client read are out of every list (lexical,
-    vector, graph, the context, memories drawn from them) before anything is ranked, as if
-    they were not in the vault."""
+    Every select reads the index through the view its `scope` builds, so the notes the
+    reader may not see are in no list (lexical, vector, graph, the context, plug-ins,
+    memories drawn from them) and in no statistic, as if they were not in the vault."""
 
-    def __init__(
-        self, vault: Vault, policy: VaultPolicy | None = None, *, shares: Selector | None = None
-    ) -> None:
+    def __init__(self, vault: Vault, scope: ReadScope, *, shares: Selector | None = None) -> None:
         """`shares`: a selector of the same index (a team server's) whose vectors, link graph
-        and threads this one uses too: they know no policy, and one copy serves everyone."""
+        and threads this one uses too: one copy serves every reader, loaded through the
+        widest reader's view (the server's own), each narrower reader's hidden notes masked
+        where it is used."""
         self.ws = vault
-        self.policy = policy
+        self.scope = scope
         self._shares = shares
+        self._shared_scope: ReadScope = scope if shares is None else shares._shared_scope
         self.vectors = (
             VectorStore(vault.config.vector_precision, vault.config.ann_min_vectors)
             if shares is None
@@ -101,9 +100,8 @@ class Selector:
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._sizes: tuple[str | None, int] | None = None
+        self._sizes: tuple[str | None, frozenset[int], int] | None = None
         self._dfs: tuple[str | None, dict[str, int]] = (None, {})
-        self._hidden: tuple[str | None, Policy | None, frozenset[int]] = (None, None, frozenset())
         self._languages: tuple[str | None, frozenset[int], tuple[str, ...]] | None = None
         self._query_vectors_lock = threading.Lock()  # selects run from many threads
 
@@ -138,28 +136,22 @@ class Selector:
             self._dfs = (generation, {})
         return self._dfs[1]
 
-    def _store_size(self, reads: IndexReads, generation: str | None) -> int:
-        """Blocks in the index, counted once per index generation (a scan at 100k blocks)."""
+    def _store_size(self, view: IndexView) -> int:
+        """Blocks the reader may see, counted once per index generation and view (a scan at
+        100k blocks)."""
         cached = self._sizes
-        if cached is None or cached[0] != generation:
-            cached = (generation, reads.block_count())
+        if cached is None or cached[0] != view.generation or cached[1] != view.hidden:
+            cached = (view.generation, view.hidden, view.block_count())
             self._sizes = cached
-        return cached[1]
-
-    def _hidden_notes(
-        self, reads: IndexReads, generation: str | None, policy: Policy | None
-    ) -> frozenset[int]:
-        """Ids of the notes `policy` does not let a client read, once per index generation
-        and policy (a policy remembers each path's answer, so a new generation re-reads
-        only paths)."""
-        if policy is None or not policy.restricts_reading:
-            return NOTHING_HIDDEN  # one object, so what is cached by it stays cached
-        cached = self._hidden
-        if cached[0] != generation or cached[1] is not policy:
-            rows = reads.all_note_paths()
-            hidden = frozenset(n for n, path in rows if not policy.readable(path))
-            cached = self._hidden = (generation, policy, hidden)
         return cached[2]
+
+    def _shared_view(self) -> tuple[IndexView, str | None]:
+        """The view the shared vectors and link graph are loaded through, and the key they
+        are cached by: its generation, and what it hides."""
+        view = self._shared_scope.view()
+        if not view.hidden:
+            return view, view.generation
+        return view, f"{view.generation}:{hash(view.hidden):x}"
 
     def _vault_languages(
         self, reads: IndexReads, generation: str | None, hidden: frozenset[int]
@@ -172,6 +164,11 @@ class Selector:
             languages = vault_languages(reads, self.ws.config.language, hidden)
             cached = self._languages = (generation, hidden, languages)
         return cached[2]
+
+    def matrix(self, model: str) -> VectorMatrix:
+        """The warm vector matrix of `model`, as selects load it (the shared view's)."""
+        shared, key = self._shared_view()
+        return self.vectors.get(shared, key, model)
 
     def weights(self, languages: Sequence[str] = ("en",)) -> dict[str, float]:
         """Fusion weights for a query read in `languages` (the first is its own)."""
@@ -268,12 +265,11 @@ class Selector:
         if k < 1:
             raise InvalidQuery("k must be at least 1")
         filters = filters or Filters()
-        reads = self.ws.reads
-        generation = self.ws.generation
-        store_size = self._store_size(reads, generation)
-        unreadable = self._hidden_notes(
-            reads, generation, self.policy.current() if self.policy is not None else None
-        )
+        reads = self.scope.view()
+        generation = reads.generation
+        store_size = self._store_size(reads)
+        unreadable = reads.hidden
+        shared, shared_key = self._shared_view()
         if languages is None:
             vault = self._vault_languages(reads, generation, unreadable)
             languages = query_languages(text, vault)
@@ -282,7 +278,7 @@ class Selector:
         enabled = set(retrievers) if retrievers is not None else None
         return Search(
             text, reads, generation, store_size, filters, unreadable, hidden, allowed,
-            languages, enabled, open_note,
+            languages, enabled, open_note, shared, shared_key,
         )  # fmt: skip
 
     def _retrieve(
@@ -311,10 +307,10 @@ class Selector:
             )
             query_vector = vector_of_query[0]
         for name, future in plugins.items():
-            runs[name] = future.result()
+            runs[name] = within_view(future.result(), search.reads)
         matrix = None
         if query_vector is not None:
-            matrix = self.vectors.get(search.reads, search.generation, model)
+            matrix = self.vectors.get(search.shared, search.shared_key, model)
         return Retrieved(runs, context, lexical_query, query_vector, matrix, vectors_indexed)
 
     def _start_vector_search(
@@ -325,15 +321,15 @@ class Selector:
         rows the matrix's sketch ranks best, not every one (`VectorStore`)."""
         if not search.on("vector") or search.store_size == 0 or search.allowed == set():
             return None
-        generation, reads = search.generation, search.reads
+        key, shared = search.shared_key, search.shared
         return self._executor().submit(
             vector_run,
-            lambda: self.vectors.get(reads, generation, model),
+            lambda: self.vectors.get(shared, key, model),
             lambda: self.embed_query(search.text),
             allowed=search.allowed,
             hidden=search.hidden,
             out_vector=out_vector,
-            read_errors=(*reads.errors, IndexUnavailable),
+            read_errors=(*shared.errors, IndexUnavailable),
         )
 
     def _start_plugins(self, search: Search) -> dict[str, Future[Run]]:
@@ -344,7 +340,9 @@ class Selector:
         for name, retriever in self.retrievers.items():
             if not search.on(name) or (kinds and name not in kinds and name == "memory"):
                 continue
-            request = RetrievalRequest(search.text, NOTE_DEPTH, search.filters, search.allowed)
+            request = RetrievalRequest(
+                search.text, NOTE_DEPTH, search.filters, search.allowed, view=search.reads
+            )
             started[name] = self._executor().submit(timed, retriever.retrieve, request)
         return started
 
@@ -367,8 +365,7 @@ class Selector:
             return {}, Run(skipped=True)
         return graph_run(
             search.reads,
-            self.graph,
-            search.generation,
+            lambda: self.graph.get(search.shared, search.shared_key),
             unreadable=search.unreadable,
             hidden=search.hidden,
             allowed=search.allowed,
@@ -392,7 +389,7 @@ class Selector:
                 lexical,
                 run,
                 query_vector,
-                self.vectors.get(search.reads, search.generation, model),
+                self.vectors.get(search.shared, search.shared_key, model),
                 self.ws.config.rrf_k,
                 allowed=search.allowed,
                 hidden=search.hidden,
@@ -417,13 +414,14 @@ class Selector:
             # note can surface even when no retriever found it; the lift below weighs them.
             "graph": runs["graph"].hits,
         }
-        for name in self.retrievers:
+        plugged = [name for name in self.retrievers if name in runs]  # those that ran
+        for name in plugged:
             lists[name] = runs[name].hits
         fused = fuse_scores(
             lists,
             {**weights, "graph": 0.0},
             known={"vector": _note_scores(runs["vector"], lists)},
-            by_rank=set(self.retrievers),
+            by_rank=set(plugged),
         )
         fused, traded = _follow_pointers(reads, fused, runs, owners, k)
         nearness = {hit.key: hit.score for hit in runs["graph"].hits}
@@ -446,9 +444,11 @@ class Selector:
         for the vector side (nothing to embed), the note as the open one for the graph —
         and the note itself left out."""
         ws = self.ws
-        reads = ws.reads
-        generation = ws.generation
-        title, language = reads.note_title_language(note_id)
+        reads = self.scope.view()
+        found = reads.note_title_language(note_id)
+        if found is None:
+            raise NoteNotFound(f"no note named {path!r}")
+        title, language = found
         language = ws.config.language or language or "en"
         sections = reads.note_sections(note_id)
         text = "\n".join(
@@ -456,31 +456,28 @@ class Selector:
             + [h for h, _ in sections if h] * RELATED_HEADING_WEIGHT
             + [t for _, t in sections]
         )[:RELATED_CHARS]
-        tokenizer = QueryTokenizer(reads, df_cache=self._df_cache(generation))
-        terms = key_terms(
-            text, tokenizer, self._store_size(reads, generation), RELATED_TERMS, language
-        )
+        tokenizer = QueryTokenizer(reads, df_cache=self._df_cache(reads.generation))
+        terms = key_terms(text, tokenizer, self._store_size(reads), RELATED_TERMS, language)
         selection = self.select(
             " ".join(terms) or title,
             k=k,
             use_vectors=use_vectors,
             explain=explain,
             max_per_note=max_per_note,
-            query_vector=self._note_vector(reads, note_id, generation) if use_vectors else None,
+            query_vector=self._note_vector(reads, note_id) if use_vectors else None,
             open_note=note_id,
             languages=(language,),
         )
         diagnostics = {**selection.diagnostics, "related_terms": terms}
         return selection.model_copy(update={"query": path, "diagnostics": diagnostics})
 
-    def _note_vector(
-        self, reads: IndexReads, note_id: int, generation: str | None
-    ) -> np.ndarray | None:
+    def _note_vector(self, reads: IndexReads, note_id: int) -> np.ndarray | None:
         """The unit mean of a note's block vectors, or None when it has none (yet)."""
         model = reads.meta("embedding_model")
         if model is None or model != self.ws.embedder.model_id:
             return None
-        matrix = self.vectors.get(reads, generation, model)
+        shared, key = self._shared_view()
+        matrix = self.vectors.get(shared, key, model)
         rows = matrix.rows_for_notes(np.asarray([note_id], dtype=np.int64))
         if rows.size == 0:
             return None

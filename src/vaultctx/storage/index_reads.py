@@ -116,17 +116,22 @@ class IndexReads(Protocol):
         """(note id, mtime_ns) of the notes edited since, latest first."""
 
     # --- notes by name, and what status and the agent's tools show
-    def find_note(self, by: str, name: str, any_case: bool) -> tuple[str, int] | None:
+    def find_note(
+        self, by: str, name: str, any_case: bool, *, hidden: Collection[int] = ()
+    ) -> tuple[str, int] | None:
         """(path, id) of the note whose `by` — "path", "file" (the path's end, e.g.
         "/Note.md"), "title" or "alias" (any case, always) — is `name`, ignoring case with
-        `any_case`; of several, the shortest path, then the first."""
+        `any_case`; of several, the shortest path, then the first; never a `hidden` note."""
 
     def has_notes(self) -> bool: ...
 
-    def index_counts(self, model: str | None, language: str | None) -> dict[str, Any]:
+    def index_counts(
+        self, model: str | None, language: str | None, *, hidden: Collection[int] = ()
+    ) -> dict[str, Any]:
         """What `status` shows: notes, blocks, links, dangling_links, tags, aliases, vectors
         (of `model`), notes_with_problems, and notes per language (`language`: the vault's
-        setting, which every note then counts as; 'unread' for a note not read yet)."""
+        setting, which every note then counts as; 'unread' for a note not read yet). The
+        `hidden` notes are not counted, and a link to one counts as dangling."""
 
     def link_rows(self) -> tuple[list[tuple[str, str]], list[tuple[str, str, str, bool]]]:
         """The link graph by path: (path, title) of every note, and (source, target, kind,
@@ -438,7 +443,9 @@ class SqliteReads:
 
     # --- notes by name, and what status and the agent's tools show
 
-    def find_note(self, by: str, name: str, any_case: bool) -> tuple[str, int] | None:
+    def find_note(
+        self, by: str, name: str, any_case: bool, *, hidden: Collection[int] = ()
+    ) -> tuple[str, int] | None:
         if by == "alias":
             sql = "FROM aliases a JOIN notes ON notes.id = a.note_id"
             sql += " WHERE lower(a.alias) = lower(?)"
@@ -447,42 +454,55 @@ class SqliteReads:
             column = _NAME_COLUMNS[by]
             test = f"lower({column}) = lower(?)" if any_case else f"{column} = ?"
             sql, params = f"FROM notes WHERE {test}", (name, name) if by == "file" else (name,)
-        row = (
-            self.db.connect()
-            .execute(
-                f"SELECT notes.path, notes.id {sql} ORDER BY length(notes.path), notes.path",
-                params,
-            )
-            .fetchone()
-        )
+        conn = self.db.connect()
+        if table := _note_table(conn, "vx_hidden", hidden or None):
+            sql += f" AND notes.id NOT IN (SELECT note_id FROM {table})"
+        row = conn.execute(
+            f"SELECT notes.path, notes.id {sql} ORDER BY length(notes.path), notes.path",
+            params,
+        ).fetchone()
         return (row[0], row[1]) if row else None
 
     def has_notes(self) -> bool:
         return self.db.connect().execute("SELECT 1 FROM notes LIMIT 1").fetchone() is not None
 
-    def index_counts(self, model: str | None, language: str | None) -> dict[str, Any]:
+    def index_counts(
+        self, model: str | None, language: str | None, *, hidden: Collection[int] = ()
+    ) -> dict[str, Any]:
         conn = self.db.connect()
+        table = _note_table(conn, "vx_hidden", hidden or None)
+
+        def shown(column: str) -> str:
+            """SQL true for the rows whose note (`column`) is not hidden."""
+            return "1" if table is None else f"{column} NOT IN (SELECT note_id FROM {table})"
+
+        target_shown = "target_id IS NOT NULL" if table is None else f"({shown('target_id')})"
 
         def count(sql: str, *args: Any) -> int:
             return int(conn.execute(sql, args).fetchone()[0])
 
+        links = f"FROM links WHERE {shown('source_id')}"
         return {
-            "notes": count("SELECT count(*) FROM notes"),
-            "blocks": count("SELECT count(*) FROM blocks"),
-            "links": count("SELECT count(*) FROM links WHERE target_id IS NOT NULL"),
-            "dangling_links": count("SELECT count(*) FROM links WHERE target_id IS NULL"),
-            "tags": count("SELECT count(DISTINCT tag) FROM tags"),
-            "aliases": count("SELECT count(*) FROM aliases"),
+            "notes": count(f"SELECT count(*) FROM notes WHERE {shown('id')}"),
+            "blocks": count(f"SELECT count(*) FROM blocks WHERE {shown('note_id')}"),
+            "links": count(f"SELECT count(*) {links} AND target_id IS NOT NULL AND {target_shown}"),
+            "dangling_links": count(
+                f"SELECT count(*) {links} AND (target_id IS NULL OR NOT {target_shown})"
+            ),
+            "tags": count(f"SELECT count(DISTINCT tag) FROM tags WHERE {shown('note_id')}"),
+            "aliases": count(f"SELECT count(*) FROM aliases WHERE {shown('note_id')}"),
             "vectors": count(
                 "SELECT count(*) FROM blocks b JOIN embeddings e"
-                " ON e.hash = b.embed_hash AND e.model = ?",
+                f" ON e.hash = b.embed_hash AND e.model = ? WHERE {shown('b.note_id')}",
                 model or "",
             ),
-            "notes_with_problems": count("SELECT count(*) FROM notes WHERE problems != '[]'"),
+            "notes_with_problems": count(
+                f"SELECT count(*) FROM notes WHERE problems != '[]' AND {shown('id')}"
+            ),
             "languages": dict(
                 conn.execute(
                     "SELECT COALESCE(:setting, language, 'unread'), count(*) FROM notes"
-                    " GROUP BY 1 ORDER BY 2 DESC, 1",
+                    f" WHERE {shown('id')} GROUP BY 1 ORDER BY 2 DESC, 1",
                     {"setting": language},
                 ).fetchall()
             ),

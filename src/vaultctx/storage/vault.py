@@ -234,11 +234,14 @@ class Vault:
 
     # --- reading -------------------------------------------------------------------------
 
-    def status(self) -> IndexStatus:
-        model = self.reads.meta("embedding_model")
-        last = self.reads.meta("last_indexed")
+    def status(self, reads: IndexReads | None = None) -> IndexStatus:
+        """What `vaultctx status` shows, counted in `reads` (a reader's view; default: the
+        whole index)."""
+        reads = self.reads if reads is None else reads
+        model = reads.meta("embedding_model")
+        last = reads.meta("last_indexed")
         watch_error = json.loads(self.db.get_meta(WATCH_ERROR_KEY) or "{}")
-        counts = self.reads.index_counts(model, self.config.language)
+        counts = reads.index_counts(model, self.config.language)
         return IndexStatus(
             vault=str(self.root),
             # where the index is read from: the database (its password left out), or the file
@@ -273,22 +276,8 @@ class Vault:
         return path
 
     def resolve_note(self, note: str) -> tuple[str, int]:
-        """Find a note by name, never by pattern: its vault path (with or without .md), its
-        file name, its title; then the same ignoring case; then an alias. Among notes of
-        one name the shortest path wins, as Obsidian resolves links."""
-        wanted = note.strip().replace("\\", "/").removeprefix("./")
-        if not wanted:
-            raise NoteNotFound("no note named '': give a path, file name, title or alias")
-        names = [wanted] if wanted.lower().endswith(".md") else [wanted, f"{wanted}.md"]
-        file_names = [f"/{name}" for name in names if "/" not in name]
-        for any_case in (False, True):  # exact first, then any case
-            tries = [("path", name) for name in names] + [("file", f) for f in file_names]
-            for by, name in [*tries, ("title", wanted)]:
-                if found := self.reads.find_note(by, name, any_case):
-                    return found
-        if found := self.reads.find_note("alias", wanted, True):
-            return found
-        raise NoteNotFound(f"no note named {note!r} in {self.root}")
+        """`resolve_note` over this vault's whole index."""
+        return resolve_note(self.reads, note, self.root)
 
     # --- live re-index -------------------------------------------------------------------
 
@@ -343,6 +332,30 @@ class Vault:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.root)!r})"
+
+
+def note_not_found(note: str, root: Path) -> NoteNotFound:
+    """The one answer for a note that is not there, or that the reader may not see."""
+    return NoteNotFound(f"no note named {note!r} in {root}")
+
+
+def resolve_note(reads: IndexReads, note: str, root: Path) -> tuple[str, int]:
+    """Find a note in `reads` by name, never by pattern: its vault path (with or without
+    .md), its file name, its title; then the same ignoring case; then an alias. Among notes
+    of one name the shortest path wins, as Obsidian resolves links."""
+    wanted = note.strip().replace("\\", "/").removeprefix("./")
+    if not wanted:
+        raise NoteNotFound("no note named '': give a path, file name, title or alias")
+    names = [wanted] if wanted.lower().endswith(".md") else [wanted, f"{wanted}.md"]
+    file_names = [f"/{name}" for name in names if "/" not in name]
+    for any_case in (False, True):  # exact first, then any case
+        tries = [("path", name) for name in names] + [("file", f) for f in file_names]
+        for by, name in [*tries, ("title", wanted)]:
+            if found := reads.find_note(by, name, any_case):
+                return found
+    if found := reads.find_note("alias", wanted, True):
+        return found
+    raise note_not_found(note, root)
 
 
 def _without_password(url: str) -> str:

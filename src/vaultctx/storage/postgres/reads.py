@@ -483,15 +483,21 @@ class PostgresReads:
 
     # --- notes by name, and what status and the agent's tools show
 
-    def find_note(self, by: str, name: str, any_case: bool) -> tuple[str, int] | None:
+    def find_note(
+        self, by: str, name: str, any_case: bool, *, hidden: Collection[int] = ()
+    ) -> tuple[str, int] | None:
+        params: tuple[Any, ...]
         if by == "alias":
             sql = "FROM aliases a JOIN notes ON notes.id = a.note_id"
             sql += " WHERE lower(a.alias) = lower(%s)"
-            params: tuple[str, ...] = (name,)
+            params = (name,)
         else:
             column = _NAME_COLUMNS[by]
             test = f"lower({column}) = lower(%s)" if any_case else f"{column} = %s"
             sql, params = f"FROM notes WHERE {test}", (name, name) if by == "file" else (name,)
+        if hidden:
+            sql += " AND notes.id != ALL(%s)"
+            params = (*params, sorted(hidden))
         found = self.query(
             f"SELECT notes.path, notes.id {sql}"
             ' ORDER BY length(notes.path), notes.path COLLATE "C" LIMIT 1',
@@ -502,21 +508,33 @@ class PostgresReads:
     def has_notes(self) -> bool:
         return bool(self.query("SELECT 1 FROM notes LIMIT 1"))
 
-    def index_counts(self, model: str | None, language: str | None) -> dict[str, Any]:
+    def index_counts(
+        self, model: str | None, language: str | None, *, hidden: Collection[int] = ()
+    ) -> dict[str, Any]:
+        gone = {"hidden": sorted(hidden)}  # `x != ALL('{}')` holds for every x
+
+        def shown(column: str) -> str:
+            """SQL true for the rows whose note (`column`) is not hidden."""
+            return f"{column} != ALL(%(hidden)s::bigint[])"
+
+        target = f"target_id IS NOT NULL AND {shown('target_id')}"
         (counts,) = self.query(
-            "SELECT (SELECT count(*) FROM notes), (SELECT count(*) FROM blocks),"
-            " (SELECT count(*) FROM links WHERE target_id IS NOT NULL),"
-            " (SELECT count(*) FROM links WHERE target_id IS NULL),"
-            " (SELECT count(DISTINCT tag) FROM tags), (SELECT count(*) FROM aliases),"
+            f"SELECT (SELECT count(*) FROM notes WHERE {shown('id')}),"
+            f" (SELECT count(*) FROM blocks WHERE {shown('note_id')}),"
+            f" (SELECT count(*) FROM links WHERE {shown('source_id')} AND {target}),"
+            f" (SELECT count(*) FROM links WHERE {shown('source_id')} AND NOT ({target})),"
+            f" (SELECT count(DISTINCT tag) FROM tags WHERE {shown('note_id')}),"
+            f" (SELECT count(*) FROM aliases WHERE {shown('note_id')}),"
             " (SELECT count(*) FROM blocks b JOIN embeddings e"
-            "  ON e.hash = b.embed_hash AND e.model = %s),"
-            " (SELECT count(*) FROM notes WHERE problems != '[]')",
-            (model or "",),
+            f"  ON e.hash = b.embed_hash AND e.model = %(model)s WHERE {shown('b.note_id')}),"
+            f" (SELECT count(*) FROM notes WHERE problems != '[]' AND {shown('id')})",
+            {**gone, "model": model or ""},
         )
         languages = self.query(
-            "SELECT lang, n FROM (SELECT COALESCE(%s, language, 'unread') AS lang, count(*) AS n"
-            ' FROM notes GROUP BY 1) counted ORDER BY n DESC, lang COLLATE "C"',
-            (language,),
+            "SELECT lang, n FROM (SELECT COALESCE(%(setting)s, language, 'unread') AS lang,"
+            f" count(*) AS n FROM notes WHERE {shown('id')} GROUP BY 1) counted"
+            ' ORDER BY n DESC, lang COLLATE "C"',
+            {**gone, "setting": language},
         )
         names = ("notes", "blocks", "links", "dangling_links", "tags", "aliases", "vectors",
                  "notes_with_problems")  # fmt: skip
