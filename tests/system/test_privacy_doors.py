@@ -48,6 +48,7 @@ from server_helpers import call as http_call
 from server_helpers import stream_ask
 from vaultctx import Workspace
 from vaultctx.cli import cli
+from vaultctx.permissions import Destination
 from vaultctx.pipeline import RetrievalRequest
 from vaultctx.pipeline.models import Candidate
 from vaultctx.search.fusion import Hit
@@ -749,14 +750,25 @@ FOLDERS = ("", "A/", "B/", "A/sub/")
 GLOBS = ("A/**", "B/*", "sub/", "n1.md", "**/n2.md", "*.md", "A/n3.md")
 
 
+DESTINATIONS = ("client", "local_model", "remote_model")
+RULE_DESTINATIONS = ((), ("remote_model",), ("local_model", "remote_model"), ("client",))
+
+
 def may_read(
-    path: str, rules: Sequence[tuple[str, str]], default: str, deny: Sequence[str]
+    path: str,
+    rules: Sequence[tuple[str, str, tuple[str, ...]]],
+    default: str,
+    deny: Sequence[str],
+    destination: str = "client",
 ) -> bool:
     """The oracle, apart from the code under test: a person's deny globs first, then the
-    first matching rule, then the default (gitignore globs, vault-relative)."""
+    first rule that matches the path (gitignore globs, vault-relative) and names the
+    destination (or none), then the default."""
     if deny and pathspec.GitIgnoreSpec.from_lines(deny).match_file(path):
         return False
-    for effect, glob in rules:
+    for effect, glob, destinations in rules:
+        if destinations and destination not in destinations:
+            continue
         if pathspec.GitIgnoreSpec.from_lines([glob]).match_file(path):
             return effect == "allow"
     return default == "allow"
@@ -771,7 +783,12 @@ def may_read(
     ),
     links=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=6),
     rules=st.lists(
-        st.tuples(st.sampled_from(["allow", "deny"]), st.sampled_from(GLOBS)), max_size=3
+        st.tuples(
+            st.sampled_from(["allow", "deny"]),
+            st.sampled_from(GLOBS),
+            st.sampled_from(RULE_DESTINATIONS),
+        ),
+        max_size=3,
     ),
     default=st.sampled_from(["allow", "deny"]),
     deny=st.lists(st.sampled_from(GLOBS), max_size=2, unique=True),
@@ -781,10 +798,13 @@ def test_for_any_vault_policy_and_person_select_and_the_graph_show_exactly_the_r
     tmp_path_factory: pytest.TempPathFactory,
     notes: list[tuple[str, str]],
     links: list[tuple[int, int]],
-    rules: list[tuple[str, str]],
+    rules: list[tuple[str, str, tuple[str, ...]]],
     default: str,
     deny: list[str],
 ) -> None:
+    """Select and `graph()` (a client's view) and the view of each destination a model
+    reads through (an agent turn's) hold exactly the notes the oracle lets that reader
+    see there."""
     root = tmp_path_factory.mktemp("vault")
     paths = [f"{folder}{name}.md" for folder, name in notes]
     words = {path: f"zebra{i}mark" for i, path in enumerate(paths)}
@@ -796,8 +816,9 @@ def test_for_any_vault_policy_and_person_select_and_the_graph_show_exactly_the_r
         tag = "red" if len(path) % 2 else "blue"
         write_files(root, {path: f"# Orchard\n\nThe {words[path]} lives here. {linked} #{tag}\n"})
     policy = f'[defaults]\n"vault.read" = "{default}"\n\n' + "".join(
-        f'[[rules]]\ncapability = "vault.read"\npaths = ["{glob}"]\neffect = "{effect}"\n\n'
-        for effect, glob in rules
+        f'[[rules]]\ncapability = "vault.read"\npaths = ["{glob}"]\neffect = "{effect}"\n'
+        f"destinations = {json.dumps(list(destinations))}\n\n"
+        for effect, glob, destinations in rules
     )
     write_files(root, {".vaultctx/permissions.toml": policy})
     with Workspace.open(root, {"embed": False}) as ws:
@@ -812,3 +833,8 @@ def test_for_any_vault_policy_and_person_select_and_the_graph_show_exactly_the_r
                 shown |= found  # with the notes the just-edited ones link to
             assert shown == readable, reader
             assert set(view.graph().nodes) == readable, reader
+            for destination in DESTINATIONS:
+                there = {p for p in paths if may_read(p, rules, default, globs, destination)}
+                seen = view._view(Destination(destination))
+                assert {p for _, p in seen.all_note_paths()} == there, (reader, destination)
+                assert set(view._graph(Destination(destination)).nodes) == there
