@@ -95,9 +95,11 @@ class Workspace:
         *,
         team_server: Workspace | None = None,
         person: Person | None = None,
+        answers_to: Destination = Destination.CLIENT,
     ) -> None:
-        """`team_server`: the workspace a person's is made from (`for_person`), whose
-        database connections, vectors and link graph it shares."""
+        """`team_server`: the workspace a person's (`for_person`) or a destination's
+        (`answering`) is made from, whose database connections, vectors and link graph it
+        shares. `answers_to`: where this workspace's answers go."""
         self._vault = vault
         self._team_server = team_server
         self.person = person  # one person of a team, when `for_person` made it
@@ -110,7 +112,8 @@ class Workspace:
         # The reader every answer is for, by where the text goes: each method reads the
         # index through the view of one of these (a client's, unless it goes to a model).
         self._scopes = {d: ReadScope(vault.reads, self._policy, d) for d in Destination}
-        self._scope = self._scopes[Destination.CLIENT]
+        self.answers_to = answers_to
+        self._scope = self._scopes[answers_to]
         self._graphs: dict[Destination, tuple[str | None, frozenset[int], nx.DiGraph]] = {}
         self._selector_lock = threading.Lock()  # never waits for a running index()
         self._selector_made: Selector | None = None
@@ -118,6 +121,7 @@ class Workspace:
         self._memory: AgentMemoryFacade | None = None
         self._warm_thread: threading.Thread | None = None
         self._people: dict[str, Workspace] = {}
+        self._answering: dict[Destination, Workspace] = {}
 
     @classmethod
     def open(
@@ -176,16 +180,37 @@ class Workspace:
                 return made
             if made is not None:
                 made.close()
-            from .storage.db import IndexDatabase
-
-            vault = self._vault
-            shared = Vault(
-                vault.root, vault.config, IndexDatabase(vault.db.path), vault.embedder,
-                reads=vault.reads,
-            )  # fmt: skip
-            made = Workspace(shared, team_server=self, person=person)
+            made = Workspace(self._shared_vault(), team_server=self, person=person)
             self._people[person.name] = made
             return made
+
+    def answering(self, destination: Destination | str) -> Workspace:
+        """This workspace for answers that go to `destination` (`client`, `local_model`,
+        `remote_model`): the policy's rules for that destination decide what every one of
+        its answers holds, as if the rest were not in the vault. The MCP door answers a
+        desktop client's model through one. Made once per destination, closed with this."""
+        destination = Destination(destination)
+        if destination is self.answers_to:
+            return self
+        with self._selector_lock:
+            made = self._answering.get(destination)
+            if made is None:
+                made = Workspace(
+                    self._shared_vault(), team_server=self, person=self.person,
+                    answers_to=destination,
+                )  # fmt: skip
+                self._answering[destination] = made
+            return made
+
+    def _shared_vault(self) -> Vault:
+        """This vault over a connection of its own, sharing its reads (a database's pool)."""
+        from .storage.db import IndexDatabase
+
+        vault = self._vault
+        return Vault(
+            vault.root, vault.config, IndexDatabase(vault.db.path), vault.embedder,
+            reads=vault.reads,
+        )  # fmt: skip
 
     def index(
         self,
@@ -376,7 +401,7 @@ class Workspace:
     def graph(self) -> nx.DiGraph:
         """The wiki-link graph of the notes the reader may see (nodes: note paths, with
         their titles), rebuilt only when the index or the policy changed."""
-        return self._graph(Destination.CLIENT)
+        return self._graph(self.answers_to)
 
     def _graph(self, destination: Destination) -> nx.DiGraph:
         from .storage.graph import build_graph  # networkx: only for the graph
@@ -388,9 +413,9 @@ class Workspace:
             self._graphs[destination] = cached
         return cached[2]
 
-    def _view(self, destination: Destination = Destination.CLIENT) -> IndexView:
-        """The index as what goes to `destination` may see it."""
-        return self._scopes[destination].view()
+    def _view(self, destination: Destination | None = None) -> IndexView:
+        """The index as what goes to `destination` (default: where answers go) may see it."""
+        return self._scopes[destination or self.answers_to].view()
 
     def add_retriever(self, retriever: Retriever) -> None:
         """Rank `retriever`'s hits beside the built-in lists in every select (its fusion
@@ -410,7 +435,7 @@ class Workspace:
         there."""
         return self._find(note)[0]
 
-    def _find(self, note: str, destination: Destination = Destination.CLIENT) -> tuple[str, int]:
+    def _find(self, note: str, destination: Destination | None = None) -> tuple[str, int]:
         """(path, id) of the note `note` names in the reader's view: a hidden note is as
         missing as one that is not there, with the same words."""
         return resolve_note(self._view(destination), note, self.root)
@@ -611,9 +636,11 @@ class Workspace:
         self._vault.stop_watching()  # before the memory and selector they feed go
         if self._warm_thread is not None:
             self._warm_thread.join(_WARM_JOIN_S)  # it reads the index being closed
-        for made in self._people.values():  # before the selector whose state they share
+        # before the selector whose state they share
+        for made in [*self._people.values(), *self._answering.values()]:
             made.close()
         self._people.clear()
+        self._answering.clear()
         if self._memory is not None:
             self._memory.close()
             self._memory = None

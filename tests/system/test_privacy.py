@@ -340,10 +340,10 @@ MCP_ENV = (
 )
 
 
-def mcp_session(vault: Path, steps: Callable) -> object:
+def mcp_session(vault: Path, steps: Callable, *options: str) -> object:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "vaultctx", "mcp", str(vault), "--no-vectors"],
+        args=["-m", "vaultctx", "mcp", str(vault), "--no-vectors", *options],
         env={k: v for k, v in os.environ.items() if k in MCP_ENV},
     )
 
@@ -394,6 +394,39 @@ SKILL = (
     "---\nname: Orchard Check\ndescription: Check the orchard hives.\n"
     "capabilities: [vault.read]\n---\nAlways answer in bullet points. Check [[Apiary]].\n"
 )
+
+
+def test_mcp_answers_a_remote_model_unless_told_otherwise(vault: Path) -> None:
+    """A rule that keeps a folder from hosted models holds for a desktop client's model over
+    MCP, while search at the CLI (a person reading) still finds the folder's notes."""
+    write_files(
+        vault,
+        {
+            "Health/checkup.md": "# Checkup\n\nThe orchard honey allergy ZEBRAHEALTH note.\n",
+            ".vaultctx/permissions.toml": DENY_PRIVATE
+            + '\n[[rules]]\ncapability = "vault.read"\npaths = ["Health/**"]\n'
+            'destinations = ["remote_model"]\neffect = "deny"\n',
+        },
+    )
+    with Workspace.open(vault, {"embed": False}) as workspace:
+        workspace.index()
+        assert "ZEBRAHEALTH" in json.dumps(workspace.select("allergy").contract())
+
+    async def steps(client: Client) -> list:
+        return [
+            await client.call_tool("select", {"query": "honey allergy", "k": 20}),
+            await client.call_tool("read_note", {"note": "Health/checkup"}),
+            await client.call_tool("read_note", {"note": "Nowhere/else"}),
+        ]
+
+    remote = [r.model_dump() for r in mcp_session(vault, steps)]
+    assert "ZEBRAHEALTH" not in json.dumps(remote) and "Health/" not in json.dumps(remote[0])
+    assert remote[1]["is_error"] and remote[2]["is_error"]  # hidden: as missing as a missing one
+    hidden, missing = (r["content"][0]["text"] for r in remote[1:])
+    assert hidden.replace("Health/checkup", "X") == missing.replace("Nowhere/else", "X")
+    shown = [r.model_dump() for r in mcp_session(vault, steps, "--answers-to", "client")]
+    assert "ZEBRAHEALTH" in json.dumps(shown[0]) and not shown[1]["is_error"]
+    assert not leaks(remote, shown)
 
 
 @pytest.mark.parametrize(

@@ -217,6 +217,8 @@ def graph_listing(ws: Workspace) -> dict[str, object]:
 
 WORKSPACE_DOORS: dict[str, Case] = {
     "add_retriever": Queried(lambda kit, q: plugged_select(kit.ws, q)),
+    "answering": Named(lambda kit, name: kit.ws.answering("remote_model").read_note(name)),
+    "answers_to": NoNote("where this workspace's answers go: a destination's name"),
     "ask": Named(agent_turn, AGENT_PAIRS),
     "close": NoNote("lifecycle: closes the index, stops watchers and flushes memory"),
     "config": NoNote("the vault's settings, read from its config files and overrides"),

@@ -47,10 +47,20 @@ def serve(vault: str, port: int, no_watch: bool, no_embed: bool, allow_origin: s
 @cli.command()
 @vault_argument
 @click.option("--no-vectors", is_flag=True, help="Lexical and graph only: never loads the model.")
-def mcp(vault: str, no_vectors: bool) -> None:
-    """Expose VAULT to AI desktop clients over MCP (stdio): select and read_note, read-only."""
+@click.option(
+    "--answers-to",
+    type=click.Choice(["remote_model", "local_model", "client"]),
+    default="remote_model",
+    show_default=True,
+    help="Where the client sends what it is answered: the read rules for that destination "
+    "decide what the tools show (a desktop client's model is remote unless it runs here).",
+)
+def mcp(vault: str, no_vectors: bool, answers_to: str) -> None:
+    """Expose VAULT to AI clients over MCP (stdio): search, read and related notes, context,
+    memory, touch."""
     with open_workspace(vault) as ws:
         ws.warm_up(use_vectors=not no_vectors)  # while the MCP SDK loads and the client connects
         from ..mcp_server import create_mcp_server  # the MCP SDK: only for `mcp`
 
-        create_mcp_server(ws, use_vectors=not no_vectors).run("stdio")
+        answering = ws.answering(answers_to)
+        create_mcp_server(answering, use_vectors=not no_vectors).run("stdio")
