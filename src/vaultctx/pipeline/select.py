@@ -145,10 +145,11 @@ class Selector:
             self._sizes = cached
         return cached[2]
 
-    def _shared_view(self) -> tuple[IndexView, str | None]:
+    def _shared_view(self, own: IndexView | None = None) -> tuple[IndexView, str | None]:
         """The view the shared vectors and link graph are loaded through, and the key they
-        are cached by: its generation, and what it hides."""
-        view = self._shared_scope.view()
+        are cached by: its generation, and what it hides. `own`: this reader's view, which
+        it is when this selector shares nothing."""
+        view = own if own is not None and self._shares is None else self._shared_scope.view()
         if not view.hidden:
             return view, view.generation
         return view, f"{view.generation}:{hash(view.hidden):x}"
@@ -269,7 +270,7 @@ class Selector:
         generation = reads.generation
         store_size = self._store_size(reads)
         unreadable = reads.hidden
-        shared, shared_key = self._shared_view()
+        shared, shared_key = self._shared_view(reads)
         if languages is None:
             vault = self._vault_languages(reads, generation, unreadable)
             languages = query_languages(text, vault)
