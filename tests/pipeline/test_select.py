@@ -387,3 +387,28 @@ def test_the_vault_s_languages_are_read_once_per_index_generation(ws, monkeypatc
     ws.index()
     ws.select("hives", k=3)
     assert len(counted) == 2
+
+
+def test_a_retriever_attached_while_a_select_runs_waits_for_the_next_select(ws):
+    """Memory attaches itself to a selector that may already be answering (a server's first
+    concurrent requests): a select ranks the retrievers it ran, never one added meanwhile."""
+    from vaultctx.pipeline.retrievers import RetrievalRequest
+    from vaultctx.search.fusion import Hit
+
+    class Late:
+        name = "late"
+
+        def retrieve(self, request: RetrievalRequest) -> list[Hit]:
+            return []
+
+    class Attaching:
+        name = "attaching"
+
+        def retrieve(self, request: RetrievalRequest) -> list[Hit]:
+            ws.add_retriever(Late())  # while this select is between its runs and its ranking
+            return []
+
+    ws.add_retriever(Attaching())
+    first = ws.select("smoker pine needles", k=5, use_vectors=False)
+    assert first.candidates and "late_ms" not in first.diagnostics
+    assert "late_ms" in ws.select("smoker pine needles", k=5, use_vectors=False).diagnostics

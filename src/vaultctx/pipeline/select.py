@@ -109,7 +109,8 @@ class Selector:
 
     def add_retriever(self, retriever: Retriever) -> None:
         """Register an extra retriever; its fusion weight is `weight_<name>` in the config."""
-        self.retrievers[retriever.name] = retriever
+        # A new dict, not an insert: selects running meanwhile iterate over the old one.
+        self.retrievers = {**self.retrievers, retriever.name: retriever}
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._shares is not None:
@@ -220,6 +221,7 @@ class Selector:
         note, whatever was touched; `languages` what the query is read in (default: the
         vault's languages, or the one of them the query is written in)."""
         started = time.perf_counter()
+        plugins = list(self.retrievers)  # those attached as this select starts
         search = self._search(query, k, filters, retrievers, open_note, languages)
         found = self._retrieve(search, use_vectors, query_vector)
         owners = dict(found.runs["lexical"].owners)
@@ -239,7 +241,7 @@ class Selector:
             matrix=found.matrix,
             query_vector=found.query_vector,
         )
-        diagnostics = diagnostics_of(search, found, list(self.retrievers), use_vectors, started)
+        diagnostics = diagnostics_of(search, found, plugins, use_vectors, started)
         explained = None
         if explain:
             explained = explanation(search, found, pointers, weights, self.ws.config.weight_graph)
