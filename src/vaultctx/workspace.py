@@ -114,7 +114,8 @@ class Workspace:
         self._scopes = {d: ReadScope(vault.reads, self._policy, d) for d in Destination}
         self.answers_to = answers_to
         self._scope = self._scopes[answers_to]
-        self._graphs: dict[Destination, tuple[str | None, frozenset[int], nx.DiGraph]] = {}
+        # the link graph of each view in use, by (index generation, what the view hides)
+        self._graphs: dict[tuple[str | None, frozenset[int]], nx.DiGraph] = {}
         self._selector_lock = threading.Lock()  # never waits for a running index()
         self._selector_made: Selector | None = None
         self._refiner_made: Refiner | None = None
@@ -407,11 +408,13 @@ class Workspace:
         from .storage.graph import build_graph  # networkx: only for the graph
 
         view = self._view(destination)
-        cached = self._graphs.get(destination)
-        if cached is None or cached[0] != view.generation or cached[1] is not view.hidden:
-            cached = (view.generation, view.hidden, build_graph(*view.link_rows()))
-            self._graphs[destination] = cached
-        return cached[2]
+        key = (view.generation, view.hidden)
+        graph = self._graphs.get(key)
+        if graph is None:
+            graph = build_graph(*view.link_rows())
+            kept = {k: g for k, g in self._graphs.items() if k[0] == view.generation}
+            self._graphs = {**kept, key: graph}  # a new generation drops the others
+        return graph
 
     def _view(self, destination: Destination | None = None) -> IndexView:
         """The index as what goes to `destination` (default: where answers go) may see it."""
@@ -661,7 +664,6 @@ class _AgentPort:
         self.config = vault.config
         self.db = vault.db
         self.policy = ws._policy
-        self.select = ws.select
         self.context = ws.context
         self.view = ws._view
         self.graph = ws._graph
@@ -673,3 +675,11 @@ class _AgentPort:
     @property
     def memory(self) -> AgentMemoryFacade:
         return self._ws.memory
+
+    def select(
+        self, query: str, *, destination: Destination | None = None, **options: Any
+    ) -> Selection:
+        """`Workspace.select`, as what goes to `destination` (default: where the workspace's
+        answers go) may see it."""
+        ws = self._ws if destination is None else self._ws.answering(destination)
+        return ws.select(query, **options)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agent_model import AgentModel, agent_model_fixture, call, open_agent_workspace  # noqa: F401
 from conftest import write_files
-from llm_server import LLMServer, Reply, llm_server_fixture  # noqa: F401
+from llm_server import LLMServer, Reply, ToolCallReply, llm_server_fixture  # noqa: F401
 from vaultctx.storage.audit import AuditLog
 
 SECRET = "zebrafinch-7731"
@@ -51,3 +51,35 @@ def test_every_request_of_a_turn_is_recorded_with_its_notes_and_no_text(
     assert all(e.outcome == "ok" and e.tokens_in > 0 for e in entries[1:])
     assert entries[-1].notes == ()  # extraction reads the turn, not notes
     assert SECRET.encode() not in raw and GARDEN.encode() not in raw and b"Prune" not in raw
+
+
+def test_a_turn_s_tools_and_memory_show_nothing_its_model_s_destination_may_not_see(
+    tmp_path: Path, llm_server: LLMServer, model: AgentModel
+) -> None:
+    """Health is kept from local models: the turn's select tool, its note lookups and the
+    memories it recalls hold nothing of it, though a person's select still finds it."""
+    vault = write_files(tmp_path / "vault", VAULT)
+    model.orchestrator.extend(
+        [
+            Reply(
+                tool_calls=(
+                    ToolCallReply("select", {"query": f"varroa mites clinic {SECRET}"}),
+                    ToolCallReply("read_note", {"path": "Blood"}),
+                    ToolCallReply("list_by_tag", {"tag": "clinic"}),
+                )
+            ),
+            Reply(content="Done."),
+        ]
+    )
+    with open_agent_workspace(vault, llm_server) as ws:
+        ws.memory.add(
+            f"The clinic said {SECRET}.", tier="workspace", source={"paths": ["Health/blood.md"]}
+        )
+        ws.memory.flush()
+        person = ws.select(f"clinic {SECRET}", use_vectors=False)
+        assert any(c.path == "Health/blood.md" for c in person.candidates)
+        result = ws.ask("What did the clinic say about the mites?")
+    outputs = [a["output"] for a in result.tool_activity]
+    assert outputs[0]["results"] and SECRET not in str(outputs[0])
+    assert outputs[1]["error"] == "note_not_found"
+    assert all(SECRET not in r.text and "Health/" not in r.text for r in llm_server.requests)

@@ -26,10 +26,10 @@ if TYPE_CHECKING:
     from ..permissions import VaultPolicy
     from ..permissions.capability import Capability
     from ..permissions.destination import Destination
+    from ..permissions.view import IndexView
     from ..pipeline import Selection
     from ..pipeline.context import SessionContext
     from ..storage.db import IndexDatabase
-    from ..storage.index_reads import IndexReads
     from ..storage.indexer import IndexReport
     from ..storage.postgres.session_shelf import SessionShelf
 
@@ -107,23 +107,29 @@ class TurnWorkspace(Protocol):
     db: IndexDatabase
     policy: VaultPolicy
 
-    def view(self, destination: Destination = ...) -> IndexReads:
-        """The index as what goes to `destination` may see it (default: a client)."""
+    def view(self, destination: Destination | None = None) -> IndexView:
+        """The index as what goes to `destination` may see it (default: where the
+        workspace's answers go)."""
         ...
 
     @property
     def memory(self) -> AgentMemoryFacade: ...
 
-    def select(self, query: str, *, k: int = 10) -> Selection: ...
+    def select(
+        self, query: str, *, k: int = 10, destination: Destination | None = None
+    ) -> Selection:
+        """Select, as what goes to `destination` may see it (default: where the workspace's
+        answers go)."""
+        ...
 
     def context(self, query: str, *, model: str | None = None) -> SessionContext: ...
 
-    def resolve_note(self, note: str, destination: Destination = ...) -> tuple[str, int]:
+    def resolve_note(self, note: str, destination: Destination | None = None) -> tuple[str, int]:
         """(path, id) of the note `note` names in `destination`'s view; `NoteNotFound`
         otherwise, for a hidden note as for a missing one."""
         ...
 
-    def graph(self, destination: Destination = ...) -> nx.DiGraph:
+    def graph(self, destination: Destination | None = None) -> nx.DiGraph:
         """The link graph of `destination`'s view."""
         ...
 

@@ -202,6 +202,7 @@ class AgentRequestHandler:
         )
         self._turn: _Turn | None = None
         self._lock = threading.Lock()
+        self._destination = Destination.CLIENT  # the turn's model's, once a turn is prepared
 
     @property
     def session_id(self) -> str | None:
@@ -269,6 +270,7 @@ class AgentRequestHandler:
         log = self._session_log()
         rows = log.rows()
         destination = destination_of(settings.model or "", settings.api_base)
+        self._destination = destination
         guard = self._guard(skill, destination)
         vault = WorkspaceVault(self.ws, destination)
         context = readable_context(
@@ -430,7 +432,10 @@ class AgentRequestHandler:
     def _memory_text(self, question: str, session_id: str, *, first: bool) -> str:
         try:
             memory = self.ws.memory.retrieve_for_turn(
-                question, session_id=session_id, first_turn=first
+                question,
+                session_id=session_id,
+                first_turn=first,
+                reader=self.ws.view(self._destination),  # where the turn's text goes
             )
             return memory.text
         except Exception as exc:

@@ -53,7 +53,7 @@ class WorkspaceVault:
         self.destination = destination
 
     def select(self, query: str, k: int) -> list[dict[str, str | None]]:
-        selection = self.ws.select(query, k=k)
+        selection = self.ws.select(query, k=k, destination=self.destination)
         return [
             {"path": c.path, "heading": c.heading_path, "text": c.text}
             for c in selection.candidates

@@ -261,7 +261,7 @@ class _Audited:
         when the log cannot be written: no request leaves unrecorded."""
         if settings.audit_log is None:
             return None
-        auditor = AuditLog(settings.audit_log)
+        auditor = AuditLog.at(settings.audit_log)
         try:
             row = auditor.begin(model=model, api_base=settings.api_base, note=audit)
         except VaultctxError as exc:

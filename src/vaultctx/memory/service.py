@@ -44,7 +44,7 @@ from .turn_context import TurnRecall
 from .writes import Counters, MemoryWrites
 
 if TYPE_CHECKING:
-    from ..permissions.view import ReadScope
+    from ..permissions.view import IndexView, ReadScope
     from ..pipeline import Selector
     from ..storage import Embedder, Vault
     from ..storage.postgres.memory_book import MemoryBook
@@ -336,16 +336,18 @@ class AgentMemoryFacade:
         now: Any = None,
         refresh: bool = False,
         query_vector: np.ndarray | None = None,
+        reader: IndexView | None = None,
     ) -> list[Memory]:
         """Memories ranked for `query`, each with `score` and `scores` (relevance, importance,
         recency, ranks). Without `tier`: what a turn of `session_id`/`channel` may see.
         `refresh` counts this as an access (recency restarts). The ranking is the one a
-        turn's context gets (`retrieve_for_turn`) over the same scopes."""
+        turn's context gets (`retrieve_for_turn`) over the same scopes. `reader`: the view
+        whose hidden notes' memories are left out (default: this memory's reader's)."""
         at = to_timestamp(now, time.time())
         visible = self.places.visible(session_id, channel)
         scopes = self.places.scopes(None if tier is None else Tier(tier), scope, visible)
         memories = self._rank(
-            query, scopes, k=k, now=at, kinds=kinds, query_vector=query_vector
+            query, scopes, k=k, now=at, kinds=kinds, query_vector=query_vector, reader=reader
         ).memories
         if refresh:
             self._writes.submit_touch([m.id for m in memories], at)
@@ -354,14 +356,14 @@ class AgentMemoryFacade:
     def _rank(
         self, query: str, scopes: Sequence[Scope], *, k: int, now: float,
         kinds: Sequence[MemoryKind | str] = (), query_vector: np.ndarray | None = None,
-        exclude: Collection[str] = (),
+        exclude: Collection[str] = (), reader: IndexView | None = None,
     ) -> SearchResult:  # fmt: skip
         result = rank(
             self.places.targets(scopes),
             query,
             kinds=[MemoryKind(kd) for kd in kinds] or list(MemoryKind),
             k=k,
-            exclude={*exclude, *self._unreadable()},
+            exclude={*exclude, *self._unreadable(reader)},
             now=now,
             half_lives=self.half_lives,
             embed=self._embed_query,
@@ -373,9 +375,10 @@ class AgentMemoryFacade:
             self._counters.count("embed_errors", RuntimeError(result.error))
         return result
 
-    def _unreadable(self) -> list[str]:
-        """Ids of the memories drawn from a note the reader's view hides."""
-        view = self.scope.view() if self.scope is not None else None
+    def _unreadable(self, reader: IndexView | None = None) -> list[str]:
+        """Ids of the memories drawn from a note `reader` (default: this memory's reader's
+        view) hides."""
+        view = reader or (self.scope.view() if self.scope is not None else None)
         if view is None or not view.restricts:
             return []
         return [
@@ -386,9 +389,14 @@ class AgentMemoryFacade:
         ]
 
     def _retriever_search(
-        self, query: str, *, k: int, query_vector: np.ndarray | None = None
+        self,
+        query: str,
+        *,
+        k: int,
+        query_vector: np.ndarray | None = None,
+        reader: IndexView | None = None,
     ) -> list[Memory]:
-        return self.search(query, k=k, query_vector=query_vector)
+        return self.search(query, k=k, query_vector=query_vector, reader=reader)
 
     def retrieve_for_turn(
         self,
@@ -400,16 +408,19 @@ class AgentMemoryFacade:
         k: int = DEFAULT_TURN_K,
         now: Any = None,
         refresh: bool = True,
+        reader: IndexView | None = None,
     ) -> MemoryContext:
         """Everything memory gives one turn: the memories `search` ranks for `query` over
         what the turn sees, the user's procedural rules (always, not by query), on a
         session's first turn the latest episodic arc of an earlier session, and the design's
         diagnostics. `refresh=False` leaves access times alone: a replay or an evaluation
-        must not change what it measures."""
+        must not change what it measures. `reader`: the view of where the turn's text goes,
+        whose hidden notes' memories are left out (default: this memory's reader's)."""
         at = to_timestamp(now, time.time())
         context = self._recall.context(
-            query, session_id=session_id, channel=channel, first_turn=first_turn, k=k, now=at
-        )
+            query, session_id=session_id, channel=channel, first_turn=first_turn, k=k, now=at,
+            reader=reader,
+        )  # fmt: skip
         if refresh:  # after the clock stops: the refresh is written in the background
             accessed = [m.id for m in context.entries]
             self._writes.submit_touch(

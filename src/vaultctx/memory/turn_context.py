@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING
 
 from .extract import ARC_KEY
 from .mirror import Scope
 from .models import Memory, MemoryContext, MemoryKind, Tier
 from .places import MemoryPlaces, Target
 from .ranking import SearchResult
+
+if TYPE_CHECKING:
+    from ..permissions.view import IndexView
 
 MAX_RULES = 20
 
@@ -19,10 +23,14 @@ Rank = Callable[..., SearchResult]
 
 class TurnRecall:
     """Builds a turn's `MemoryContext`; caches the rules, which every turn of a session asks
-    for, until a database changes. `unreadable()` names the memories a read policy hides."""
+    for, until a database changes. `unreadable(reader)` names the memories a reader's view
+    (None: memory's own reader's) hides."""
 
     def __init__(
-        self, places: MemoryPlaces, rank: Rank, unreadable: Callable[[], Collection[str]]
+        self,
+        places: MemoryPlaces,
+        rank: Rank,
+        unreadable: Callable[[IndexView | None], Collection[str]],
     ) -> None:
         self.places = places
         self._rank = rank
@@ -31,19 +39,19 @@ class TurnRecall:
 
     def context(
         self, query: str, *, session_id: str, channel: str | None, first_turn: bool, k: int,
-        now: float,
+        now: float, reader: IndexView | None = None,
     ) -> MemoryContext:  # fmt: skip
         """Entries are the ranking of every memory the turn may see, less what the context
         already holds another way (the rules, the catch-up)."""
         started = time.perf_counter()
         visible = self.places.visible(session_id, channel)
-        hidden = set(self._unreadable())
+        hidden = set(self._unreadable(reader))
         rules = [m for m in self.rules(visible) if m.id not in hidden]
         catch_up = self.catch_up(session_id, channel) if first_turn else None
         if catch_up is not None and catch_up.id in hidden:
             catch_up = None
         shown = {m.id for m in rules} | ({catch_up.id} if catch_up else set())
-        ranked = self._rank(query, visible, k=k, now=now, exclude=shown)
+        ranked = self._rank(query, visible, k=k, now=now, exclude=shown, reader=reader)
         entries = ranked.memories
         targets = self.places.targets(visible)
         diagnostics = {

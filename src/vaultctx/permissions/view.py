@@ -243,15 +243,16 @@ class IndexView:
 
 class ReadScope:
     """One reader of one index: its policy (the vault's, or a team person's) and where
-    the text goes. `view()` is the index as that reader may see it, built once per index
-    generation and policy (a policy remembers each path's answer, so a new generation
-    re-reads only paths)."""
+    the text goes (None: anywhere, the widest reader, that what is shared between readers
+    is loaded through). `view()` is the index as that reader may see it, built once per
+    index generation and policy (a policy remembers each path's answer, so a new
+    generation re-reads only paths)."""
 
     def __init__(
         self,
         reads: IndexReads,
         policy: VaultPolicy,
-        destination: Destination = Destination.CLIENT,
+        destination: Destination | None = Destination.CLIENT,
     ) -> None:
         self._reads = reads
         self.policy = policy
@@ -266,20 +267,19 @@ class ReadScope:
         if cached is not None and cached[0] == generation and cached[1] is policy:
             return cached[2]
         with self._lock:
-            destination = self.destination
+            cached = self._cached  # another thread may have built it meanwhile
+            if cached is not None and cached[0] == generation and cached[1] is policy:
+                return cached[2]
+            destinations = tuple(Destination) if self.destination is None else (self.destination,)
+
+            def may_read(path: str) -> bool:
+                return any(policy.readable(path, d) for d in destinations)
+
             hidden = NOTHING_HIDDEN
-            restricts = policy.restricts_reading_for(destination)
+            restricts = all(policy.restricts_reading_for(d) for d in destinations)
             if restricts:
                 rows = self._reads.all_note_paths()
-                hidden = frozenset(n for n, p in rows if not policy.readable(p, destination))
-                if not hidden:
-                    hidden = NOTHING_HIDDEN
-            view = IndexView(
-                self._reads,
-                hidden,
-                lambda path: policy.readable(path, destination),
-                generation,
-                restricts=restricts,
-            )
+                hidden = frozenset(n for n, p in rows if not may_read(p)) or NOTHING_HIDDEN
+            view = IndexView(self._reads, hidden, may_read, generation, restricts=restricts)
             self._cached = (generation, policy, view)
             return view

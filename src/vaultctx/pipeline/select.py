@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import IndexUnavailable, InvalidQuery, NoteNotFound
+from ..permissions.view import ReadScope
 from ..search.fusion import Fused, Hit
 from ..search.query import QueryTokenizer, key_terms
 from ..search.vectors import VectorMatrix, VectorStore
@@ -59,7 +60,7 @@ from .retrievers import (
 )
 
 if TYPE_CHECKING:
-    from ..permissions.view import IndexView, ReadScope
+    from ..permissions.view import IndexView
     from ..storage import Vault
     from ..storage.index_reads import IndexReads
 
@@ -84,12 +85,14 @@ class Selector:
     def __init__(self, vault: Vault, scope: ReadScope, *, shares: Selector | None = None) -> None:
         """`shares`: a selector of the same index (a team server's) whose vectors, link graph
         and threads this one uses too: one copy serves every reader, loaded through the
-        widest reader's view (the server's own), each narrower reader's hidden notes masked
-        where it is used."""
+        widest view (what the server's policy lets any destination see), each reader's own
+        hidden notes masked where it is used."""
         self.ws = vault
         self.scope = scope
         self._shares = shares
-        self._shared_scope: ReadScope = scope if shares is None else shares._shared_scope
+        self._shared_scope: ReadScope = (
+            ReadScope(vault.reads, scope.policy, None) if shares is None else shares._shared_scope
+        )
         self.vectors = (
             VectorStore(vault.config.vector_precision, vault.config.ann_min_vectors)
             if shares is None
@@ -149,8 +152,8 @@ class Selector:
     def _shared_view(self, own: IndexView | None = None) -> tuple[IndexView, str | None]:
         """The view the shared vectors and link graph are loaded through, and the key they
         are cached by: its generation, and what it hides. `own`: this reader's view, which
-        it is when this selector shares nothing."""
-        view = own if own is not None and self._shares is None else self._shared_scope.view()
+        serves when it hides nothing (the widest then hides nothing either)."""
+        view = own if own is not None and not own.hidden else self._shared_scope.view()
         if not view.hidden:
             return view, view.generation
         return view, f"{view.generation}:{hash(view.hidden):x}"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -111,6 +112,10 @@ def public_endpoint(api_base: str | None) -> str | None:
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
+_LOGS: dict[Path, AuditLog] = {}
+_LOGS_LOCK = threading.Lock()
+
+
 class AuditLog:
     """The audit log of one vault (`AuditLog.of(index_dir)`)."""
 
@@ -120,7 +125,16 @@ class AuditLog:
 
     @classmethod
     def of(cls, index_dir: Path) -> AuditLog:
-        return cls(index_dir / AUDIT_FILENAME)
+        return cls.at(index_dir / AUDIT_FILENAME)
+
+    @classmethod
+    def at(cls, path: Path) -> AuditLog:
+        """The one log object of `path` in this process, which makes its file once."""
+        with _LOGS_LOCK:
+            log = _LOGS.get(path)
+            if log is None:
+                log = _LOGS[path] = cls(path)
+            return log
 
     @contextlib.contextmanager
     def _connection(self, *, create: bool) -> Iterator[sqlite3.Connection]:
