@@ -153,14 +153,14 @@ def test_a_changed_rule_holds_at_the_next_look_without_reopening(tmp_path: Path)
     live = VaultPolicy(tmp_path)
     first = live.current()
     assert live.current() is first  # unchanged files are not read again
-    assert live.readable("Private/diary.md")
+    assert live.current().readable("Private/diary.md")
     write_policy(tmp_path, INBOX_ONLY)
-    assert not live.readable("Private/diary.md")
+    assert not live.current().readable("Private/diary.md")
     (tmp_path / ".vaultctxignore").write_text("Public/\n")
-    assert not live.readable("Public/a.md")
+    assert not live.current().readable("Public/a.md")
     (tmp_path / ".vaultctxignore").unlink()
     (tmp_path / ".vaultctx" / "permissions.toml").unlink()
-    assert live.readable("Private/diary.md") and live.readable("Public/a.md")
+    assert live.current().readable("Private/diary.md") and live.current().readable("Public/a.md")
 
 
 @pytest.mark.parametrize(

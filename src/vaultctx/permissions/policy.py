@@ -229,9 +229,6 @@ class VaultPolicy:
                 self._loaded = loaded = (signature, policy)
         return loaded[1]
 
-    def readable(self, path: str, destination: Destination = Destination.CLIENT) -> bool:
-        return self.current().readable(path, destination)
-
 
 class PersonPolicy(VaultPolicy):
     """The vault's policy for one person of a team: the notes their `deny` globs match are
