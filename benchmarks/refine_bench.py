@@ -19,6 +19,7 @@ import json
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -46,6 +47,7 @@ def gate_latency(ws: Workspace, queries: list[str], sizes: list[int]) -> dict[st
     most ~120 per query, so larger lists are the union of several queries' candidates."""
     figures: dict[str, float] = {}
     refiner = ws._refiner
+    view = refiner.selector.scope.view()
     pool = list(
         {c.id: c for q in queries for c in ws.select(q, k=200, max_per_note=0).candidates}.values()
     )
@@ -55,7 +57,7 @@ def gate_latency(ws: Workspace, queries: list[str], sizes: list[int]) -> dict[st
             for start in range(0, len(queries) * 37, 37):
                 offset = start % max(1, len(pool) - n)
                 candidates = pool[offset : offset + n]
-                vectors, has = refiner._vectors(candidates) if use_vectors else (None, None)
+                vectors, has = refiner._vectors(candidates, view) if use_vectors else (None, None)
                 for _ in range(3):
                     t0 = time.perf_counter()
                     deterministic_gate(
@@ -63,7 +65,7 @@ def gate_latency(ws: Workspace, queries: list[str], sizes: list[int]) -> dict[st
                         Config().budget_tokens,
                         vectors=vectors,
                         has_vector=has,
-                        neighbours=refiner._neighbours,
+                        neighbours=partial(refiner._neighbours, view),
                     )
                     times.append((time.perf_counter() - t0) * 1000)
             label = f"gate_{'vec' if use_vectors else 'lex'}_{n}"

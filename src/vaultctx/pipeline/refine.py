@@ -18,6 +18,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,6 +35,7 @@ from .models import Candidate, Selection
 if TYPE_CHECKING:
     from ..llm import CallRecord, LLMSettings
     from ..permissions import Policy, VaultPolicy
+    from ..permissions.view import IndexView
     from ..storage import Vault
     from .select import Selector
 
@@ -219,7 +221,9 @@ class Refiner:
         destination = gate_destination(settings)
         policy = self._policy()
         candidates = sendable(list(selection.candidates), policy, destination)
-        vectors, has_vector = self._vectors(candidates) if use_vectors else (None, None)
+        view = self.selector.scope.view()  # the reader's, as the select saw it
+        neighbours = partial(self._neighbours, view)
+        vectors, has_vector = self._vectors(candidates, view) if use_vectors else (None, None)
         diagnostics: dict[str, Any] = {
             "select_ms": selection.diagnostics.get("select_ms"),
             "candidates": len(candidates),
@@ -240,7 +244,11 @@ class Refiner:
             reason = "no_model"
         else:
             chosen, reason, record = self._llm_choice(
-                selection.query, candidates, settings, gate_audit(candidates, policy, destination)
+                selection.query,
+                candidates,
+                settings,
+                gate_audit(candidates, policy, destination),
+                view.generation,
             )
             diagnostics["cache"] = "hit" if reason == "cache" else "miss"
             if record is not None:
@@ -250,14 +258,14 @@ class Refiner:
                 diagnostics["llm_call"] = record.to_dict()
             if chosen is not None:
                 gate = "llm"
-                items = fill_budget(chosen, budget, self._neighbours)
+                items = fill_budget(chosen, budget, neighbours)
         if gate == "deterministic":
             items, duplicates = deterministic_gate(
                 candidates,
                 budget,
                 vectors=vectors,
                 has_vector=has_vector,
-                neighbours=self._neighbours,
+                neighbours=neighbours,
             )
             diagnostics["duplicates_dropped"] = duplicates
         diagnostics.update(
@@ -272,14 +280,20 @@ class Refiner:
         return SessionContext.build(selection.query, items, budget, gate, reason, diagnostics)
 
     def _llm_choice(
-        self, query: str, candidates: list[Candidate], settings: LLMSettings, audit: AuditNote
+        self,
+        query: str,
+        candidates: list[Candidate],
+        settings: LLMSettings,
+        audit: AuditNote,
+        generation: str | None,
     ) -> tuple[list[tuple[Candidate, str]] | None, str | None, CallRecord | None]:
         """(kept candidates with reasons, or None to fall back; gate reason; call record).
-        The request is recorded in the vault's audit log as `audit` declares it."""
+        The request is recorded in the vault's audit log as `audit` declares it; answers are
+        cached per index `generation`."""
         from ..llm import CallRecord, complete_structured  # the client: only with a model
 
         key: CacheKey = (
-            self.selector.scope.view().generation,
+            generation,
             query,
             tuple(c.id for c in candidates),
             settings.model or "",
@@ -322,10 +336,12 @@ class Refiner:
         self.cache.put(key, tuple((c.id, why) for c, why in chosen))
         return chosen, None, record
 
-    def _vectors(self, candidates: list[Candidate]) -> tuple[np.ndarray | None, np.ndarray | None]:
+    def _vectors(
+        self, candidates: list[Candidate], view: IndexView
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The candidates' embeddings from the Selector's in-memory matrix (no re-embedding),
         or (None, None) when the index has none for the current model."""
-        model = self.selector.scope.view().meta("embedding_model")
+        model = view.meta("embedding_model")
         if not candidates or model is None or model != self.ws.embedder.model_id:
             return None, None
         matrix = self.selector.matrix(model)
@@ -340,8 +356,8 @@ class Refiner:
         vectors[found] = matrix.matrix[rows[found]]
         return vectors, found
 
-    def _neighbours(self, candidate: Candidate) -> list[Neighbour]:
+    def _neighbours(self, view: IndexView, candidate: Candidate) -> list[Neighbour]:
         if candidate.block_id is None:
             return []
-        rows = self.selector.scope.view().neighbours(candidate.block_id)
+        rows = view.neighbours(candidate.block_id)
         return [Neighbour(f"block:{r[0]}", r[1], r[2], r[3], r[4], r[5]) for r in rows]
