@@ -477,12 +477,12 @@ class Selector:
         diagnostics = {**selection.diagnostics, "related_terms": terms}
         return selection.model_copy(update={"query": path, "diagnostics": diagnostics})
 
-    def _note_vector(self, reads: IndexReads, note_id: int) -> np.ndarray | None:
+    def _note_vector(self, reads: IndexView, note_id: int) -> np.ndarray | None:
         """The unit mean of a note's block vectors, or None when it has none (yet)."""
         model = reads.meta("embedding_model")
         if model is None or model != self.ws.embedder.model_id:
             return None
-        shared, key = self._shared_view()
+        shared, key = self._shared_view(reads)
         matrix = self.vectors.get(shared, key, model)
         rows = matrix.rows_for_notes(np.asarray([note_id], dtype=np.int64))
         if rows.size == 0:
