@@ -81,6 +81,18 @@ def test_select_related_and_names_never_show_a_hidden_note(vault, postgres_url):
         assert ws.select("orchard honey", filters={"path": "Private"}).candidates == []
 
 
+def test_how_a_query_is_read_counts_only_what_the_reader_may_see(vault, postgres_url):
+    published(vault, postgres_url)
+    with elsewhere(vault, postgres_url) as ws, Workspace.open(vault, {"embed": False}) as here:
+        here.index()
+        view, local = ws._scope.view(), here._scope.view()
+        terms = view.stems(f"orchard honey code {SECRET}")
+        assert view.doc_freqs(terms) == local.doc_freqs(terms)
+        assert terms[-1] not in view.doc_freqs(terms)
+        selection = ws.select(f"{SECRET} orchard", use_vectors=False, explain=True)
+        assert selection.explain["lexical"]["dropped"] == {SECRET.lower(): "not in the index"}
+
+
 def test_http_answers_and_model_requests_hold_no_hidden_text(
     vault: Path, postgres_url, llm_server: LLMServer
 ) -> None:

@@ -140,6 +140,22 @@ def test_how_a_query_is_read_never_tells_a_hidden_note_s_language(vault: Path) -
     assert selection.explain["lexical"]["languages"] == ["en"]
 
 
+def test_how_a_query_is_read_never_tells_which_words_hidden_notes_hold(ws: Workspace) -> None:
+    """A word only a hidden note holds reads as a word no note holds, and how common a word
+    is counts only the blocks the reader may see."""
+    hidden_only = ws.select(f"{SECRET.lower()} orchard", use_vectors=False, explain=True)
+    nowhere = ws.select("qxvwplumbus orchard", use_vectors=False, explain=True)
+    assert hidden_only.explain["lexical"]["dropped"] == {SECRET.lower(): "not in the index"}
+    assert nowhere.explain["lexical"]["dropped"] == {"qxvwplumbus": "not in the index"}
+    view = ws._scope.view()
+    assert view.hidden
+    orchard, honey, secret = view.stems(f"orchard honey {SECRET}")
+    seen = view.doc_freqs([orchard, honey, secret])
+    everyone = ws._vault.reads.doc_freqs([orchard, honey, secret])
+    assert secret not in seen and everyone[secret] == 1
+    assert seen == {orchard: everyone[orchard] - 1, honey: everyone[honey] - 1}
+
+
 def test_the_open_note_never_lifts_what_it_links_to_when_that_is_hidden(ws: Workspace) -> None:
     ws.touch("Orchard")
     selection = ws.select("safe code", k=20, use_vectors=False, explain=True)

@@ -8,8 +8,10 @@ their share of any count. A new door, retriever or tool that reads a view is pri
 without remembering to be, and a hidden note answers as a missing one does because, in
 the view, it is missing.
 
-Bm25's corpus statistics (term frequencies, average length) are the full-text index's own
-and still count every indexed note: they shift scores slightly, never what is returned.
+How a query is read (which words are kept, which are too common to search) counts only the
+blocks in the view. Bm25's own weights — how rare a term is, the average block length — are
+the full-text index's, over every indexed block: they shift the scores of what is returned
+a little, never what may be returned.
 """
 
 from __future__ import annotations
@@ -102,8 +104,8 @@ class IndexView:
     def stems(self, text: str) -> list[str]:
         return self._reads.stems(text)
 
-    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        return self._reads.doc_freqs(terms)
+    def doc_freqs(self, terms: Sequence[str], hidden: Collection[int] = ()) -> dict[str, int]:
+        return self._reads.doc_freqs(terms, self.hidden | frozenset(hidden))
 
     def bm25_blocks(
         self,

@@ -104,7 +104,7 @@ class Selector:
         self._pool_lock = threading.Lock()
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._sizes: tuple[str | None, frozenset[int], int] | None = None
-        self._dfs: tuple[str | None, dict[str, int]] = (None, {})
+        self._dfs: tuple[str | None, dict[frozenset[int], dict[str, int]]] = (None, {})
         self._languages: tuple[str | None, frozenset[int], tuple[str, ...]] | None = None
         self._query_vectors_lock = threading.Lock()  # selects run from many threads
 
@@ -134,11 +134,12 @@ class Selector:
         if self._shares is None:
             self.vectors.close()
 
-    def _df_cache(self, generation: str | None) -> dict[str, int]:
-        """Document frequencies of query terms, valid for one index generation."""
-        if self._dfs[0] != generation:
-            self._dfs = (generation, {})
-        return self._dfs[1]
+    def _df_cache(self, view: IndexView) -> dict[str, int]:
+        """Document frequencies of query terms as `view` counts them (its hidden notes'
+        blocks left out), valid for one index generation."""
+        if self._dfs[0] != view.generation:
+            self._dfs = (view.generation, {})
+        return self._dfs[1].setdefault(view.hidden, {})
 
     def _store_size(self, view: IndexView) -> int:
         """Blocks the reader may see, counted once per index generation and view (a scan at
@@ -358,7 +359,7 @@ class Selector:
         return lexical_run(
             search.reads,
             search.text,
-            self._df_cache(search.generation),
+            self._df_cache(search.reads),
             search.store_size,
             search.languages,
             LEXICAL_DEPTH,
@@ -462,7 +463,7 @@ class Selector:
             + [h for h, _ in sections if h] * RELATED_HEADING_WEIGHT
             + [t for _, t in sections]
         )[:RELATED_CHARS]
-        tokenizer = QueryTokenizer(reads, df_cache=self._df_cache(reads.generation))
+        tokenizer = QueryTokenizer(reads, df_cache=self._df_cache(reads))
         terms = key_terms(text, tokenizer, self._store_size(reads), RELATED_TERMS, language)
         selection = self.select(
             " ".join(terms) or title,

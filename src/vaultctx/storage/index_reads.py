@@ -57,8 +57,8 @@ class IndexReads(Protocol):
     def stems(self, text: str) -> list[str]:
         """The index terms of `text`, one per token, in order (the index's tokenizer)."""
 
-    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        """Blocks holding each term (0 when none)."""
+    def doc_freqs(self, terms: Sequence[str], hidden: Collection[int] = ()) -> dict[str, int]:
+        """Blocks holding each term (0 when none), the blocks of `hidden` notes left out."""
 
     def bm25_blocks(
         self,
@@ -267,8 +267,16 @@ class SqliteReads:
     def stems(self, text: str) -> list[str]:
         return self._terms().stems(text)
 
-    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
-        return self._terms().doc_freqs(terms)
+    def doc_freqs(self, terms: Sequence[str], hidden: Collection[int] = ()) -> dict[str, int]:
+        counts = self._terms().doc_freqs(terms)
+        if not hidden or not counts:
+            return counts
+        table = _note_table(self.db.connect(), "vx_hidden", hidden)
+        among = self._terms().doc_freqs_among(
+            list(counts), f"SELECT id FROM blocks WHERE note_id IN (SELECT note_id FROM {table})"
+        )
+        counts = {term: count - among.get(term, 0) for term, count in counts.items()}
+        return {term: count for term, count in counts.items() if count > 0}
 
     def bm25_blocks(
         self,

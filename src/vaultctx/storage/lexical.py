@@ -54,10 +54,12 @@ class FtsTerms:
     def __init__(self, conn: sqlite3.Connection, fts_table: str = "blocks_fts") -> None:
         self.conn = conn
         self._vocab = "vx_vocab" if fts_table == "blocks_fts" else f"vx_vocab_{fts_table}"
+        self._instances = f"{self._vocab}_i"
         tables = {
             "vx_qtok": f"fts5(x, tokenize='{FTS_TOKENIZER}')",
             "vx_qtok_v": "fts5vocab(temp, vx_qtok, instance)",
             self._vocab: f"fts5vocab(main, {fts_table}, row)",
+            self._instances: f"fts5vocab(main, {fts_table}, instance)",
         }
         # Even with IF NOT EXISTS, re-running CREATE VIRTUAL TABLE costs milliseconds; the
         # temp schema says in microseconds whether this connection has them already.
@@ -81,6 +83,20 @@ class FtsTerms:
         marks = ",".join("?" * len(terms))
         rows = self.conn.execute(
             f"SELECT term, doc FROM temp.{self._vocab} WHERE term IN ({marks})", list(terms)
+        )
+        return dict(rows.fetchall())
+
+    def doc_freqs_among(self, terms: Sequence[str], rows_sql: str) -> dict[str, int]:
+        """Rows containing each term among the rows `rows_sql` selects (a SELECT of rowids):
+        what a set of hidden notes adds to `doc_freqs`. A term none of them holds is left
+        out."""
+        if not terms:
+            return {}
+        marks = ",".join("?" * len(terms))
+        rows = self.conn.execute(
+            f"SELECT term, count(DISTINCT doc) FROM temp.{self._instances}"
+            f" WHERE term IN ({marks}) AND doc IN ({rows_sql}) GROUP BY term",
+            list(terms),
         )
         return dict(rows.fetchall())
 

@@ -216,12 +216,20 @@ class PostgresReads:
     def stems(self, text: str) -> list[str]:
         return self._terms().stems(text)
 
-    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+    def doc_freqs(self, terms: Sequence[str], hidden: Collection[int] = ()) -> dict[str, int]:
         if not terms:
             return {}
         stored = {stored_term(term): term for term in terms}
         found = self.query("SELECT term, df FROM term_df WHERE term = ANY(%s)", (list(stored),))
-        return {stored[term]: df for term, df in found}
+        counts = {stored[term]: df for term, df in found}
+        if not hidden or not counts:
+            return counts
+        lists = self._posting_lists(set(counts))
+        for term in lists:
+            hits = _item_hits(lists, [term], (1.0, 1.0, 1.0))
+            if hits is not None:
+                counts[term] -= int((~_kept(hits[2], None, hidden)).sum())
+        return {term: count for term, count in counts.items() if count > 0}
 
     def bm25_blocks(
         self,
