@@ -58,6 +58,7 @@ lint: install
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 	cd $(PLUGIN) && npx tsc --noEmit
 
 bench: install

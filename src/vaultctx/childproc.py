@@ -13,7 +13,7 @@ import os
 import pickle
 import struct
 import sys
-from typing import BinaryIO
+from typing import IO, Any
 
 _LENGTH = struct.Struct("<Q")
 _MAX_MESSAGE = 1 << 30
@@ -39,14 +39,14 @@ def child_command(module: str, function: str, *args: object) -> list[str]:
     return [sys.executable, "-c", code, path, json.dumps(list(args))]
 
 
-def send(stream: BinaryIO, value: object) -> None:
+def send(stream: IO[bytes], value: object) -> None:
     """One message: its length, then its pickle."""
     payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(_LENGTH.pack(len(payload)) + payload)
     stream.flush()
 
 
-def receive(stream: BinaryIO) -> object:
+def receive(stream: IO[bytes]) -> Any:
     """The next message; `EOFError` when the other side closed its end (or died)."""
     header = _read_exactly(stream, _LENGTH.size)
     (size,) = _LENGTH.unpack(header)
@@ -55,7 +55,7 @@ def receive(stream: BinaryIO) -> object:
     return pickle.loads(_read_exactly(stream, size))
 
 
-def _read_exactly(stream: BinaryIO, size: int) -> bytes:
+def _read_exactly(stream: IO[bytes], size: int) -> bytes:
     """`size` bytes; an unbuffered pipe may hand them over in pieces."""
     data = stream.read(size)
     while data is not None and 0 < len(data) < size:

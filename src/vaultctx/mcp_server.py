@@ -63,7 +63,7 @@ def tool_errors(fn: F) -> F:
         except VaultctxError as exc:
             raise ToolError(f"{type(exc).__name__}: {exc}") from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # functools.wraps gives it fn's signature
 
 
 # --- the stdio wire ----------------------------------------------------------------------
@@ -223,7 +223,9 @@ class _VaultMCPServer(MCPServer):
         """The SDK's stdio serving, reading the client's lines through `_ScreenedLines`."""
         with _claimed_stdin() as wire:
             lines = _ScreenedLines(wire)
-            async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+            # The SDK reads `stdin` line by line and types it as anyio's file: ours screens lines.
+            screened: Any = lines
+            async with stdio_server(stdin=screened) as (read_stream, write_stream):
                 lines.answer_to(write_stream)
                 lowlevel = self._lowlevel_server
                 await lowlevel.run(

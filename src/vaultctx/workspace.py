@@ -404,7 +404,7 @@ class Workspace:
         their titles), rebuilt only when the index or the policy changed."""
         return self._graph(self.answers_to)
 
-    def _graph(self, destination: Destination) -> nx.DiGraph:
+    def _graph(self, destination: Destination | None = None) -> nx.DiGraph:
         from .storage.graph import build_graph  # networkx: only for the graph
 
         view = self._view(destination)

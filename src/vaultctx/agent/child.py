@@ -57,7 +57,7 @@ class ParentLink:
 
     def _request(self, name: str, *args: Any, **kwargs: Any) -> Any:
         send(self.sink, ("request", name, args, kwargs))
-        outcome, value = receive(self.source)  # type: ignore[misc]
+        outcome, value = receive(self.source)
         if outcome == "raise":
             raise value
         return value

@@ -124,7 +124,8 @@ def compact(
         replaces.add(previous[0])
     goal = next((r.get("content") or "" for _, r in chat if r["role"] == "user"), "")
     cited = cited_results(rows, through_turn=through, later_text=later_text)
-    middle, mode = _llm_summary(previous, newly, settings), "llm"
+    mode: Literal["llm", "deterministic"] = "llm"
+    middle = _llm_summary(previous, newly, settings)
     if middle is None:
         middle, mode = _earlier_questions(chat, through), "deterministic"
     parts = [f"The user's first goal: {goal}", middle]

@@ -33,7 +33,10 @@ class DelegationTimeout(Exception):
 class Parent(VaultAccess, Guard, TurnObserver, Protocol):
     """Everything a job may ask of the turn that delegated it."""
 
-    complete: ModelCall
+    @property
+    def complete(self) -> ModelCall:
+        """The model call, settings bound (a method of the host; read, never set)."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..permissions.view import IndexView
     from ..pipeline import Selection
     from ..pipeline.context import SessionContext
+    from ..pipeline.models import Filters
     from ..storage.db import IndexDatabase
     from ..storage.indexer import IndexReport
     from ..storage.postgres.session_shelf import SessionShelf
@@ -116,7 +117,13 @@ class TurnWorkspace(Protocol):
     def memory(self) -> AgentMemoryFacade: ...
 
     def select(
-        self, query: str, *, k: int = 10, destination: Destination | None = None
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        filters: Filters | dict[str, Any] | None = None,
+        max_per_note: int = 3,
+        destination: Destination | None = None,
     ) -> Selection:
         """Select, as what goes to `destination` may see it (default: where the workspace's
         answers go)."""

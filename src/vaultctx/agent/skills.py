@@ -149,7 +149,7 @@ def parse_skill(path: str, text: str) -> Skill:
         )
         for name, spec in front.inputs.items()
     }
-    input_model = create_model(  # type: ignore[call-overload]
+    input_model = create_model(
         "SkillInputs", __config__=ConfigDict(extra="forbid", strict=False), **fields
     )
     links = tuple(dict.fromkeys(m.strip() for m in LINK.findall(body)))

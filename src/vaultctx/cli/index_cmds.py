@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from . import cli
@@ -40,7 +47,7 @@ def index(vault: str, no_embed: bool, from_database: bool, as_json: bool) -> Non
                 console=err_console,
                 transient=True,
             ) as bar:
-                tasks: dict[str, int] = {}
+                tasks: dict[str, TaskID] = {}
                 labels = {"parse": "Reading notes", "embed": "Embedding blocks"}
 
                 def progress(phase: str, done: int, total: int) -> None:

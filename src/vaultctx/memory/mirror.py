@@ -53,7 +53,7 @@ class VectorMirror:
         return np.asarray([self._buckets[s] for s in scopes if s in self._buckets], np.int32)
 
     def reset(self, generation: int) -> None:
-        self.__init__()  # type: ignore[misc]
+        self.__init__()  # type: ignore[misc]  # every field back to empty, from one list
         self.generation = generation
 
     def _grow(self, dim: int | None) -> None:

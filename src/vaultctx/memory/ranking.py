@@ -102,6 +102,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import EmbeddingUnavailable
 from ..search.fusion import DEFAULT_RRF_K, Hit, rrf_fuse
 from ..search.hybrid import HYBRID, after_embed_error, meanwhile, model_failure, share_of_best
 from .extract import ARC_KEY
@@ -239,8 +240,8 @@ def hybrid_search(
     # The model encodes while FTS5 searches (`search.hybrid.meanwhile`); the nearest-neighbour
     # product itself takes well under a millisecond.
     pending: Callable[[], np.ndarray] | None = None
-    if use_vectors and query_vector is None:
-        pending = meanwhile(pool, embed, reading.content)  # type: ignore[arg-type]
+    if use_vectors and query_vector is None and embed is not None:
+        pending = meanwhile(pool, embed, reading.content)
 
     ranked: dict[str, list[Hit]] = {"token_recall": [], "temporal": []}
     for i, (repo, scopes) in enumerate(targets):
@@ -255,6 +256,8 @@ def hybrid_search(
         try:
             if pending is not None:
                 query_vector = pending()
+            if query_vector is None:
+                raise EmbeddingUnavailable("no query vector to search memories with")
             found_vec = [
                 Hit(f"{i}:{r}", s)
                 for i in with_vectors

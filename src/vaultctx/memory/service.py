@@ -4,6 +4,7 @@ remember the same things and rank them the same way."""
 
 from __future__ import annotations
 
+import builtins
 import getpass
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -261,9 +262,13 @@ class AgentMemoryFacade:
             paths=base.paths,
         )
         drafts = self._writes.deriver.derive(TurnJob(said, fixed=where))
-        overrides = {"kind": None if kind is None else MemoryKind(kind), "importance": importance,
-                     "summary": summary, "key": key,
-                     "themes": None if themes is None else tuple(themes)}  # fmt: skip
+        overrides: dict[str, Any] = {
+            "kind": None if kind is None else MemoryKind(kind),
+            "importance": importance,
+            "summary": summary,
+            "key": key,
+            "themes": None if themes is None else tuple(themes),
+        }
         own = replace(drafts[0], **{k: v for k, v in overrides.items() if v is not None})
         return self._writes.write([own, *drafts[1:]])[0]
 
@@ -477,7 +482,9 @@ class AgentMemoryFacade:
         self.flush()
         return sum(repo.delete(repo.derived_with(ids), soft=soft) for repo in self.places.repos())
 
-    def export(self, *, tier: Tier | str | None = None, scope: str | None = None) -> list[dict]:
+    def export(
+        self, *, tier: Tier | str | None = None, scope: str | None = None
+    ) -> builtins.list[dict]:
         """Memories as JSON-ready dicts (no vectors: they are recomputed on import)."""
         self.flush()
         return [m.to_dict() for m in reversed(self.list(tier=tier, scope=scope))]

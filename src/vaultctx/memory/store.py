@@ -8,6 +8,7 @@ On a team's database, the file is this server's copy of a book every server shar
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import sqlite3
@@ -308,7 +309,7 @@ class MemoryRepository(DraftMerging, BookSharing):
         limit: int,
         *,
         window: tuple[float, float] | None = None,
-    ) -> list[tuple[int, float]]:
+    ) -> builtins.list[tuple[int, float]]:
         """FTS5 bm25 over text, summary and themes, with the select stage's query building
         (stop-words dropped, every term quoted): (memory rowid, score), best first.
         `window` keeps memories formed in [start, end)."""
@@ -336,7 +337,7 @@ class MemoryRepository(DraftMerging, BookSharing):
             args=args,
         )
 
-    def note_sources(self) -> list[tuple[str, list[str]]]:
+    def note_sources(self) -> builtins.list[tuple[str, builtins.list[str]]]:
         """(id, note paths) of every live memory that came from notes: what a read policy
         hides along with the notes."""
         rows = self.connect().execute(

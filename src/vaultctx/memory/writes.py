@@ -96,7 +96,8 @@ class MemoryWrites:
             ]
             if group:
                 repo = self.places.account(create=True) if account else self.places.repo
-                results = repo.save([d for _, d in group])  # type: ignore[union-attr]
+                assert repo is not None  # create=True always answers a repository
+                results = repo.save([d for _, d in group])
                 written |= {i: r.memory for (i, _), r in zip(group, results, strict=True)}
         if self.on_write is not None:
             self.on_write()

@@ -185,16 +185,20 @@ class IndexView:
 
     # --- notes by name, and what status and the agent's tools show
 
-    def find_note(self, by: str, name: str, any_case: bool) -> tuple[str, int] | None:
-        return self._reads.find_note(by, name, any_case, hidden=self.hidden)
+    def find_note(
+        self, by: str, name: str, any_case: bool, *, hidden: Collection[int] = ()
+    ) -> tuple[str, int] | None:
+        return self._reads.find_note(by, name, any_case, hidden=self.hidden | frozenset(hidden))
 
     def has_notes(self) -> bool:
         if not self.hidden:
             return self._reads.has_notes()
         return bool(self.note_ids())
 
-    def index_counts(self, model: str | None, language: str | None) -> dict[str, Any]:
-        return self._reads.index_counts(model, language, hidden=self.hidden)
+    def index_counts(
+        self, model: str | None, language: str | None, *, hidden: Collection[int] = ()
+    ) -> dict[str, Any]:
+        return self._reads.index_counts(model, language, hidden=self.hidden | frozenset(hidden))
 
     def link_rows(self) -> tuple[list[tuple[str, str]], list[tuple[str, str, str, bool]]]:
         notes, links = self._reads.link_rows()

@@ -129,10 +129,11 @@ def moment(value: object) -> _dt.datetime:
     Takes a datetime, a date (its midnight) or ISO 8601 text; naive means local time. Any
     year from 1 to 9999 is a bound, however far from the notes' times."""
     if isinstance(value, str):
+        text = value
         try:
-            value = _dt.datetime.fromisoformat(value.strip())
+            value = _dt.datetime.fromisoformat(text.strip())
         except ValueError:
-            raise InvalidQuery(f"not an ISO date or datetime: {value[:40]!r}") from None
+            raise InvalidQuery(f"not an ISO date or datetime: {text[:40]!r}") from None
     elif isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
         value = _dt.datetime.combine(value, _dt.time())
     if not isinstance(value, _dt.datetime):

@@ -313,12 +313,12 @@ class Refiner:
                 audit=audit,
             )
         except LLMError as exc:
-            record = exc.record if isinstance(exc.record, CallRecord) else None
+            failed = exc.record if isinstance(exc.record, CallRecord) else None
             if isinstance(exc, LLMTimeout):
-                return None, "timeout", record
+                return None, "timeout", failed
             if isinstance(exc, LLMRateLimited):
-                return None, "rate_limited", record
-            return None, f"error: {exc}", record
+                return None, "rate_limited", failed
+            return None, f"error: {exc}", failed
         if answer is None:
             return None, "invalid_output", record
         chosen: list[tuple[Candidate, str]] = []

@@ -100,7 +100,7 @@ class Search:
     """One select's question and what bounds it, read once from the index."""
 
     text: str
-    reads: IndexReads
+    reads: IndexView  # the index as the reader may see it
     generation: str | None
     store_size: int
     filters: Filters
@@ -110,7 +110,7 @@ class Search:
     languages: Sequence[str]
     enabled: set[str] | None  # the retrievers asked for; None: all
     open_note: int | None  # the note asked about (`related`)
-    shared: IndexReads  # the widest view, that the shared vectors and link graph load from
+    shared: IndexView  # the widest view, that the shared vectors and link graph load from
     shared_key: str | None  # what those are cached by
 
     def on(self, name: str) -> bool:

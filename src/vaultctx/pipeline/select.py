@@ -93,12 +93,12 @@ class Selector:
         self._shared_scope: ReadScope = (
             ReadScope(vault.reads, scope.policy, None) if shares is None else shares._shared_scope
         )
-        self.vectors = (
+        self.vectors: VectorStore = (
             VectorStore(vault.config.vector_precision, vault.config.ann_min_vectors)
             if shares is None
             else shares.vectors
         )
-        self.graph = LinkGraphStore() if shares is None else shares.graph
+        self.graph: LinkGraphStore = LinkGraphStore() if shares is None else shares.graph
         self.retrievers: dict[str, Retriever] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
@@ -317,7 +317,7 @@ class Selector:
             runs[name] = within_view(future.result(), search.reads)
         matrix = None
         if query_vector is not None:
-            matrix = self.vectors.get(search.shared, search.shared_key, model)
+            matrix = self.vectors.get(search.shared, search.shared_key, model or "")
         return Retrieved(runs, context, lexical_query, query_vector, matrix, vectors_indexed)
 
     def _start_vector_search(

@@ -79,7 +79,7 @@ class QueryTokenizer:
             counts.update({t: found.get(t, 0) for t in missing})
             if len(self.df_cache) > DF_CACHE_SIZE:
                 self.df_cache.clear()  # selects share the cache: never read back from it
-            self.df_cache.update({t: counts[t] for t in missing})
+            self.df_cache.update({t: found.get(t, 0) for t in missing})
         return {t: count for t, count in counts.items() if count}
 
 

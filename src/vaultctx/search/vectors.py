@@ -56,7 +56,7 @@ class Int8Matrix:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.codes.shape  # type: ignore[return-value]
+        return self.codes.shape
 
     @property
     def nbytes(self) -> int:
@@ -532,7 +532,7 @@ def _follow(
     dims = previous.matrix.shape[1]
     values = np.empty((block_ids.size, dims), dtype=np.int8 if int8 else np.float32)
     scales = np.ones(block_ids.size, dtype=np.float32)
-    if int8:
+    if isinstance(previous.matrix, Int8Matrix):
         values[held] = previous.matrix.codes[source]
         scales[held] = previous.matrix.scales[source]
     else:

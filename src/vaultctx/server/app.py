@@ -175,7 +175,7 @@ class BearerAuth:
                 who = who or (self.team.OWNER if owner else self.team.UNKNOWN)
                 path: str | None = scope["path"]
                 if who == self.team.UNKNOWN:
-                    path = self.anonymous.admit(path)
+                    path = self.anonymous.admit(scope["path"])
                 if path is not None:
                     await self._log(self.team, who, scope, path, status[0], started, arrived)
 

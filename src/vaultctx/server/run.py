@@ -164,7 +164,7 @@ def _with_header_timeout(seconds: float) -> type[asyncio.Protocol]:
     half-sent request forever; request bodies have their own limit, `read_body`), and
     answering a request it cannot parse in JSON."""
 
-    class HeaderTimeout(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+    class HeaderTimeout(AutoHTTPProtocol):  # type: ignore[misc, valid-type]  # uvicorn picks the class at import: mypy sees a variable
         _header_timer: asyncio.TimerHandle | None = None
 
         def data_received(self, data: bytes) -> None:

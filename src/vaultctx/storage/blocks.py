@@ -178,12 +178,12 @@ def _paragraphs(lines: list[str], section: str) -> list[tuple[int, int, str]]:
     is one paragraph, blank lines and all."""
     if "```" not in section and "~~~" not in section:  # no fence: a regex finds them all
         found = []
-        line = offset = 0
-        for m in _PARAGRAPH.finditer(section):
-            line += section.count("\n", offset, m.start())
-            offset = m.start()
-            text = m.group()
-            found.append((line, text.count("\n") + 1, text.strip()))
+        first = offset = 0
+        for run in _PARAGRAPH.finditer(section):
+            first += section.count("\n", offset, run.start())
+            offset = run.start()
+            text = run.group()
+            found.append((first, text.count("\n") + 1, text.strip()))
         return found
     runs: list[tuple[int, list[str]]] = []
     cur: list[str] = []

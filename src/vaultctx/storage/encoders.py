@@ -147,7 +147,7 @@ class TorchEncoder:
         transformers.logging.set_verbosity_error()
         transformers.logging.disable_progress_bar()
         self.model: Any = SentenceTransformer(location, device="cpu")
-        getter = (
+        getter: Any = (  # renamed in sentence-transformers 5; either answers
             getattr(self.model, "get_embedding_dimension", None)
             or self.model.get_sentence_embedding_dimension
         )

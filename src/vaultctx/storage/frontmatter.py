@@ -152,7 +152,7 @@ def _float_or_text(loader: Any, node: yaml.Node) -> float | str:
 
 def _lenient_loader(base: type) -> type:
     """`base` (the C or the Python loader) with the constructors above."""
-    loader = type(f"Lenient{base.__name__}", (base,), {})
+    loader: Any = type(f"Lenient{base.__name__}", (base,), {})  # yaml ships no types
     for tag, construct, what in (
         ("timestamp", yaml.constructor.SafeConstructor.construct_yaml_timestamp, "date"),
         ("int", _int_or_text, "number"),

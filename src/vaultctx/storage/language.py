@@ -97,7 +97,7 @@ _identifier_lock = threading.Lock()
 _loaded: list = []  # py3langid's identifier, once loaded
 
 
-def _identifier():  # type: ignore[no-untyped-def]
+def _identifier():
     """py3langid's model, loaded once per process (~0.4 s)."""
     if not _loaded:
         with _identifier_lock:

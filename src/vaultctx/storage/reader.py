@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -190,7 +190,9 @@ def auto_workers() -> int:
     return max(0, min(cpus - 1, MAX_AUTO_WORKERS))
 
 
-def read_all(jobs: Sequence[ReadJob], chunk_tokens: int, workers: int) -> Iterator[NoteRead]:
+def read_all(
+    jobs: Sequence[ReadJob], chunk_tokens: int, workers: int
+) -> Generator[NoteRead, None, None]:
     """Read `jobs` in order, in `workers` processes when there are enough files to pay off.
 
     Chunks of files go to whoever asks first: the workers, and this process whenever the
@@ -331,7 +333,7 @@ class _Worker:
         assert self.process is not None and self.process.stdout is not None
         while True:
             try:
-                index, results = receive(self.process.stdout)  # type: ignore[misc]
+                index, results = receive(self.process.stdout)
                 if not isinstance(results, list):
                     raise TypeError("not a list of results")
             except Exception:  # end of file, or bytes that are not an answer
@@ -380,7 +382,7 @@ def serve(chunk_tokens: int) -> None:
     source, sink = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:
-            index, jobs = receive(source)  # type: ignore[misc]
+            index, jobs = receive(source)
         except EOFError:
             return
         send(sink, (index, read_notes(jobs, chunk_tokens)))

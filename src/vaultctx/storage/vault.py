@@ -187,7 +187,7 @@ class Vault:
             return None
         from .postgres.team import Team
 
-        return Team(self.reads.query)  # type: ignore[attr-defined]
+        return Team(self.reads.query)  # type: ignore[attr-defined]  # database_url: PostgresReads
 
     def memory_book(self, person: str | None = None) -> MemoryBook | None:
         """The database's book of the vault's memories — or of one `person`'s own — which
@@ -198,8 +198,8 @@ class Vault:
         from .postgres.memory_book import VAULT_BOOK, MemoryBook, person_book
 
         if person is None:
-            return MemoryBook(self.reads, VAULT_BOOK, str(self.root))  # type: ignore[arg-type]
-        return MemoryBook(self.reads, person_book(person), person)  # type: ignore[arg-type]
+            return MemoryBook(self.reads, VAULT_BOOK, str(self.root))  # type: ignore[arg-type]  # database_url: PostgresReads
+        return MemoryBook(self.reads, person_book(person), person)  # type: ignore[arg-type]  # database_url: PostgresReads
 
     def session_shelf(self) -> SessionShelf | None:
         """The agent sessions of the database (`database_url`), which every server of the
@@ -208,7 +208,7 @@ class Vault:
             return None
         from .postgres.session_shelf import SessionShelf
 
-        return SessionShelf(self.reads)  # type: ignore[arg-type]
+        return SessionShelf(self.reads)  # type: ignore[arg-type]  # database_url: PostgresReads
 
     def restore_from_database(self) -> int:
         """Replace the SQLite index with the database's (`database_url`), vectors included:

@@ -304,10 +304,10 @@ def read_postings(
         kept = records[keep]
         places = None
         if parts[0][2] is not None:
-            positions = np.frombuffer(b"".join(bytes(part[2] or b"") for part in parts), POSITION)
+            at_places = np.frombuffer(b"".join(bytes(part[2] or b"") for part in parts), POSITION)
             counts = records["tf"].sum(axis=1).astype(np.int64)
             blocks = np.repeat(records["block"].astype(np.int64), counts)
-            places = ((blocks << PLACE_BITS) | positions.astype(np.int64))[np.repeat(keep, counts)]
+            places = ((blocks << PLACE_BITS) | at_places.astype(np.int64))[np.repeat(keep, counts)]
         found[term] = Postings(
             block=kept["block"].astype(np.int64),
             note=kept["note"].astype(np.int64),

@@ -373,7 +373,10 @@ class PostgresReads:
             return {}
         starts = lists[tokens[0]].places
         for k, token in enumerate(tokens[1:], start=1):
-            starts = np.intersect1d(starts, lists[token].places - k, assume_unique=True)
+            places = lists[token].places
+            if starts is None or places is None:
+                return {}
+            starts = np.intersect1d(starts, places - k, assume_unique=True)
         if starts is None or not len(starts):
             return {}
         column = (starts & ((1 << PLACE_BITS) - 1)) // POSITION_STRIDE
@@ -433,7 +436,7 @@ class PostgresReads:
         found = self.query(
             "SELECT title, NULLIF(language, '') FROM notes WHERE id = %s", (note_id,)
         )
-        return tuple(found[0]) if found else None  # type: ignore[return-value]
+        return tuple(found[0]) if found else None
 
     def note_sections(self, note_id: int) -> list[tuple[str, str]]:
         return self.query(
