@@ -25,8 +25,9 @@ from .output import console, emit_json, err_console, human_bytes, warn
 )
 @json_option
 def index(vault: str, no_embed: bool, from_database: bool, as_json: bool) -> None:
-    """Index VAULT (default: the current folder); only changed notes are re-read. With
-    `database_url` set, what changed is then published to that PostgreSQL database."""
+    """Index VAULT (default: the vault the current folder is in, else the current folder);
+    only changed notes are re-read. With `database_url` set, what changed is then published
+    to that PostgreSQL database."""
     with open_workspace(vault, create=True) as ws:
         if from_database:
             restored = ws.restore_from_database()

@@ -169,7 +169,7 @@ def import_(source, vault: str, as_json: bool) -> None:
 
 
 def render(memories: list[Memory], *, title: str, scores: bool = False) -> None:
-    table = Table(title=escape(title), title_justify="left", expand=True)
+    table = Table(title=escape(title), title_justify="left", expand=console.is_terminal)
     table.add_column("id", style="dim", no_wrap=True)
     table.add_column("tier", no_wrap=True)
     table.add_column("kind", no_wrap=True)
