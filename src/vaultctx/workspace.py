@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._lazy import lazy_exports
-from .errors import NotIndexed, VaultctxError
+from .errors import NoteNotFound, NotIndexed, VaultctxError
 from .permissions import Destination, PersonPolicy, VaultPolicy, confine
 from .permissions.view import IndexView, ReadScope
 from .storage import Embedder, IndexReport, IndexStatus, Vault, VaultWatcher
@@ -131,14 +131,16 @@ class Workspace:
         config: Config | dict[str, Any] | None = None,
         *,
         embedder: Embedder | None = None,
+        create: bool = True,
     ) -> Workspace:
         """Open a vault folder, creating its index on first use.
 
         `config` is a `Config`, or a dict of overrides on top of the vault's config file.
         Pass an `embedder` to share one loaded model between workspaces; it then decides
-        the model instead of the config.
+        the model instead of the config. `create=False` opens only an index that exists
+        (`NotIndexed` otherwise), leaving the folder as it was: what a reader wants.
         """
-        return cls(Vault.open(path, config, embedder=embedder))
+        return cls(Vault.open(path, config, embedder=embedder, create=create))
 
     @property
     def root(self) -> Path:
@@ -440,8 +442,13 @@ class Workspace:
 
     def _find(self, note: str, destination: Destination | None = None) -> tuple[str, int]:
         """(path, id) of the note `note` names in the reader's view: a hidden note is as
-        missing as one that is not there, with the same words."""
-        return resolve_note(self._view(destination), note, self.root)
+        missing as one that is not there, with the same words; in a vault with nothing
+        indexed, every note is missing for that reason, and `NotIndexed` says so."""
+        try:
+            return resolve_note(self._view(destination), note, self.root)
+        except NoteNotFound:
+            self._vault.require_index()
+            raise
 
     def read_note(self, note: str, *, max_chars: int | None = None) -> NoteText:
         """The Markdown of a note a client may read (`find_note`), read from disk now. If

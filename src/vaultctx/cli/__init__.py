@@ -6,6 +6,7 @@ library's documented errors into one line on stderr and an exit code.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sqlite3
 import sys
@@ -22,6 +23,7 @@ from .output import error
 LAZY_COMMANDS = {
     "index": "index_cmds",
     "status": "index_cmds",
+    "search": "select_cmds",
     "select": "select_cmds",
     "related": "select_cmds",
     "open": "select_cmds",
@@ -50,6 +52,17 @@ class VaultctxGroup(click.Group):
             else:
                 _import_all_commands()
         return super().get_command(ctx, cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """An unknown command names the one closest to it, if one is close."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand:
+            name = args[0]
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            raise click.exceptions.NoSuchCommand(name, possibilities=close, ctx=ctx) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         _import_all_commands()

@@ -120,6 +120,7 @@ def render_context(session: SessionContext) -> None:
                 title_align="left",
                 subtitle=subtitle,
                 subtitle_align="left",
+                expand=console.is_terminal,
             )
         )
     if not session.items:

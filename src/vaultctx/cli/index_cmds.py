@@ -14,6 +14,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from ..errors import NotIndexed
+from ..storage.vault import IndexStatus
 from . import cli
 from .common import json_option, open_workspace, vault_argument
 from .output import console, emit_json, err_console, human_bytes, warn
@@ -30,9 +32,10 @@ from .output import console, emit_json, err_console, human_bytes, warn
 )
 @json_option
 def index(vault: str, no_embed: bool, from_database: bool, as_json: bool) -> None:
-    """Index VAULT (default: the current folder); only changed notes are re-read. With
-    `database_url` set, what changed is then published to that PostgreSQL database."""
-    with open_workspace(vault) as ws:
+    """Index VAULT (default: the vault the current folder is in, else the current folder);
+    only changed notes are re-read. With `database_url` set, what changed is then published
+    to that PostgreSQL database."""
+    with open_workspace(vault, create=True) as ws:
         if from_database:
             restored = ws.restore_from_database()
             if not as_json:
@@ -70,6 +73,13 @@ def index(vault: str, no_embed: bool, from_database: bool, as_json: bool) -> Non
         warn(f"{escape(path)}: {escape(message)}")
     if report.embed_error:
         warn(f"embeddings not computed: {escape(report.embed_error)}")
+    if not status.notes:
+        console.print(
+            f"No notes found in {escape(status.vault)}: vaultctx indexes the Markdown (.md)"
+            " files of a folder and its subfolders.",
+            soft_wrap=True,
+        )
+        return
     console.print(
         f"Indexed [bold]{status.notes}[/] notes in {report.elapsed_ms / 1000:.2f}s: "
         f"{report.added} added, {report.updated} updated, {report.renamed} renamed, "
@@ -96,8 +106,11 @@ def index(vault: str, no_embed: bool, from_database: bool, as_json: bool) -> Non
 @json_option
 def status(vault: str, as_json: bool) -> None:
     """Show what the index of VAULT holds."""
-    with open_workspace(vault) as ws:
-        st = ws.status()
+    try:
+        with open_workspace(vault) as ws:
+            st = ws.status()
+    except NotIndexed:
+        st = IndexStatus.never_indexed(vault)
     if as_json:
         emit_json(st.to_dict())
         return

@@ -87,7 +87,7 @@ def add(text: str, vault: str, tier: str, scope: str | None, kind: str | None,
     """Remember TEXT (merged into an existing memory if it says the same). With --speaker
     or --session, TEXT is a conversation turn: its facts, the exchange with the turn before
     it and the session's arc are remembered too, as for a chat turn."""
-    with open_workspace(vault) as ws:
+    with open_workspace(vault, create=True) as ws:
         mem = ws.memory.add(
             text, tier=tier, scope=scope, kind=kind, importance=importance, speaker=speaker,
             session=session, turn=turn, created_at=created_at,
@@ -152,7 +152,7 @@ def import_(source, vault: str, as_json: bool) -> None:
             records.append(record)
     report = None
     if records:
-        with open_workspace(vault) as ws:
+        with open_workspace(vault, create=True) as ws:
             report = ws.memory.import_(records)
         skipped += [(numbers[i - 1], why) for i, why in report.rejected]
         skipped.sort()
@@ -169,7 +169,7 @@ def import_(source, vault: str, as_json: bool) -> None:
 
 
 def render(memories: list[Memory], *, title: str, scores: bool = False) -> None:
-    table = Table(title=escape(title), title_justify="left", expand=True)
+    table = Table(title=escape(title), title_justify="left", expand=console.is_terminal)
     table.add_column("id", style="dim", no_wrap=True)
     table.add_column("tier", no_wrap=True)
     table.add_column("kind", no_wrap=True)

@@ -13,14 +13,33 @@ if TYPE_CHECKING:
     err_console: Console
 
 
+# The width of output that goes to a file or a pipe: no line is cut into lines of a width
+# no one chose, and tables take the width their cells need.
+PIPED_WIDTH = 4096
+
+
 def __getattr__(name: str) -> Any:
     """`console` and `err_console` are created on first use: importing rich costs tens of
     milliseconds that a `--json` answer from the warm server should not pay."""
     if name not in ("console", "err_console"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from rich.console import Console
+    from rich.console import Console, ConsoleDimensions
 
-    value = Console(highlight=False, stderr=name == "err_console")
+    class _Console(Console):
+        """A terminal's width on a terminal (or $COLUMNS when set), else `PIPED_WIDTH`."""
+
+        @property
+        def size(self) -> ConsoleDimensions:
+            size = super().size
+            if self.is_terminal or self._width is not None or "COLUMNS" in self._environ:
+                return size
+            return ConsoleDimensions(PIPED_WIDTH, size.height)
+
+        @size.setter
+        def size(self, new_size: tuple[int, int]) -> None:
+            self._width, self._height = new_size
+
+    value = _Console(highlight=False, stderr=name == "err_console")
     globals()[name] = value
     return value
 

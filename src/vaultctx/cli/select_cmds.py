@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import datetime as _dt
+import difflib
 import re
 import unicodedata
+from collections import Counter
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import InvalidQuery
+from ..errors import InvalidQuery, NoteNotFound
 from . import cli, output
 from .common import json_option, open_workspace, vault_option
 from .output import emit_json
@@ -17,7 +22,7 @@ from .output import emit_json
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from ..workspace import Filters, Selection
+    from ..workspace import Filters, Selection, Workspace
 
 # rich, pydantic and numpy are imported inside the functions that need them: a `--json`
 # query answered by a warm server must not pay for them.
@@ -135,17 +140,27 @@ def select(
             return
         from ..workspace import Selection  # pydantic: only to read the server's answer
 
-        render_selection(Selection.model_validate(contract))
-        return
-    filters = build_filters(**filter_args)
-    with open_workspace(vault) as ws:
-        selection = ws.select(
-            query, k=k, filters=filters, use_vectors=not no_vectors, explain=explain
-        )
-    if as_json:
-        emit_json(selection.contract())
-        return
-    render_selection(selection)
+        selection = Selection.model_validate(contract)
+    else:
+        filters = build_filters(**filter_args)
+        with open_workspace(vault) as ws:
+            selection = ws.select(
+                query, k=k, filters=filters, use_vectors=not no_vectors, explain=explain
+            )
+        if as_json:
+            emit_json(selection.contract())
+            return
+    name = click.get_current_context().info_name
+    render_selection(
+        selection, title=f"{name}: {selection.query}", empty=f"No results for {query!r}."
+    )
+
+
+# The name people reach for: the same command (callback, options, output) under a second name.
+search = copy.copy(select)
+search.name = "search"
+search.short_help = "Search the vault for QUERY: the same command as `select`."
+cli.add_command(search)
 
 
 @cli.command()
@@ -167,46 +182,100 @@ def related(
     from ..server.client import request_server  # http.client: only for commands that query
 
     body = {"note": note, "k": k, "no_vectors": no_vectors, "explain": explain, "touch": touch}
-    contract = request_server(vault, "POST", "/related", body)
-    if contract is None:
-        with open_workspace(vault) as ws:
-            selection = ws.related(
-                note, k=k, use_vectors=not no_vectors, explain=explain, touch=touch
-            )
-        contract = selection.contract()
+    with suggesting_notes(vault, note):
+        contract = request_server(vault, "POST", "/related", body)
+        if contract is None:
+            with open_workspace(vault) as ws:
+                selection = ws.related(
+                    note, k=k, use_vectors=not no_vectors, explain=explain, touch=touch
+                )
+            contract = selection.contract()
     if as_json:
         emit_json(contract)
         return
     from ..workspace import Selection  # pydantic: only to render
 
-    render_selection(Selection.model_validate(contract))
+    selection = Selection.model_validate(contract)
+    render_selection(
+        selection,
+        title=f"related to {selection.query}",
+        empty=f"No notes related to {selection.query}.",
+    )
 
 
-def render_selection(selection: Selection) -> None:
+@contextlib.contextmanager
+def suggesting_notes(vault: str, note: str) -> Iterator[None]:
+    """A `NoteNotFound` in the block, naming the notes closest to `note` that the reader
+    may see (`Workspace.graph` holds those alone: a hidden note is never suggested)."""
+    try:
+        yield
+    except NoteNotFound as exc:
+        with open_workspace(vault) as ws:
+            close = close_notes(ws, note)
+        if not close:
+            raise
+        raise NoteNotFound(f"{exc}; did you mean {_either(close)}?") from None
+
+
+def close_notes(ws: Workspace, note: str, n: int = 3) -> list[str]:
+    """Up to `n` names of notes like `note` (by title, file name or path, any case): each
+    by its title if no other note has it, else by its path."""
+    titles = Counter(_fold(title) for _, title in ws.graph().nodes(data="title") if title)
+    names: dict[str, str] = {}
+    for path, title in ws.graph().nodes(data="title"):
+        stem = path.removesuffix(".md")
+        shown = title if title and titles[_fold(title)] == 1 else stem
+        for name in (title, stem.rsplit("/", 1)[-1], stem):
+            if name:
+                names.setdefault(_fold(name), shown)
+    wanted = _fold(note.strip().removesuffix(".md"))
+    found = difflib.get_close_matches(wanted, list(names), n=n * 3, cutoff=0.6)
+    return list(dict.fromkeys(names[name] for name in found))[:n]
+
+
+def _either(names: list[str]) -> str:
+    quoted = [repr(name) for name in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def render_selection(selection: Selection, *, title: str, empty: str) -> None:
+    """The candidates as a table under `title` (`empty`, said in words, if there are none),
+    then what the select took; its explanation if asked for."""
     from rich.markup import escape
     from rich.table import Table
 
     console = output.console
     words = highlight_words(selection.query)
-    table = Table(title=f"select: {escape(selection.query)}", title_justify="left", expand=True)
-    table.add_column("#", justify="right", style="dim", no_wrap=True)
-    table.add_column("note", style="bold cyan", overflow="fold", ratio=2)
-    table.add_column("heading", overflow="fold", ratio=2)
-    table.add_column("snippet", ratio=5)
-    table.add_column("found by", no_wrap=True)
-    for rank, candidate in enumerate(selection.candidates, start=1):
-        found = " ".join(
-            f"{RETRIEVER_LETTERS.get(name, name[:1].upper())}{source.rank}"
-            for name, source in sorted(candidate.sources.items())
+    if not selection.candidates:
+        console.print(escape(empty), soft_wrap=True)
+    else:
+        table = Table(title=escape(title), title_justify="left", expand=console.is_terminal)
+        notes = [candidate.path or candidate.kind for candidate in selection.candidates]
+        # As wide as the longest run a path cannot break at (a space or after a '/'), up
+        # to a quarter of the width; a path then wraps only there.
+        note_width = min(
+            max(map(len, notes)),
+            max(max(len(run) for p in notes for run in path_runs(p)), console.width // 4),
         )
-        table.add_row(
-            str(rank),
-            escape(candidate.path or candidate.kind),
-            escape(candidate.heading_path or candidate.heading),
-            snippet(candidate.text, words),
-            found,
-        )
-    console.print(table)
+        table.add_column("#", justify="right", style="dim", no_wrap=True)
+        table.add_column("note", style="bold cyan", overflow="fold", width=note_width)
+        table.add_column("heading", overflow="fold", ratio=2)
+        table.add_column("snippet", ratio=5)
+        table.add_column("found by", no_wrap=True)
+        rows = zip(selection.candidates, notes, strict=True)
+        for rank, (candidate, note) in enumerate(rows, start=1):
+            found = " ".join(
+                f"{RETRIEVER_LETTERS.get(name, name[:1].upper())}{source.rank}"
+                for name, source in sorted(candidate.sources.items())
+            )
+            table.add_row(
+                str(rank),
+                escape(wrap_path(note, note_width)),
+                escape(candidate.heading_path or candidate.heading),
+                snippet(markdown_as_text(candidate.text), words),
+                found,
+            )
+        console.print(table)
     d = selection.diagnostics
     console.print(
         f"[dim]{d['select_ms']:.1f} ms · path {d['retrieval_path']} · "
@@ -276,6 +345,70 @@ def snippet(text: str, words: list[str], width: int = 220) -> Text:
     return out
 
 
+def path_runs(path: str) -> list[str]:
+    """The pieces of `path` a line may end after: at spaces, and after each '/'."""
+    return [run for run in re.split(r"(?<=/)| ", path) if run]
+
+
+def wrap_path(path: str, width: int) -> str:
+    """`path` in lines of at most `width`, broken only at a space or after a '/' (a run
+    longer than the width is left for the table to fold)."""
+    lines: list[str] = []
+    line = ""
+    for piece in re.split(r"(?<=/)|(?<= )", path):
+        if line and len(line.rstrip()) + len(piece.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    return "\n".join([*lines, line.rstrip()])
+
+
+# Markdown as it reads: what a snippet shows of a block in the human output (--json keeps
+# the block's text as it is).
+_WIKI_LINK = re.compile(r"!?\[\[([^\]|#^]*)(?:[#^][^\]|]*)?(?:\\?\|([^\]]*))?\]\]")
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_INLINE = (
+    (re.compile(r"%%.*?%%"), ""),  # comments
+    (re.compile(r"\[\^[^\]]*\]"), ""),  # footnote references
+    (re.compile(r"</?[A-Za-z][^>]*>"), " "),  # HTML tags
+    (re.compile(r"`([^`]*)`"), r"\1"),
+    (re.compile(r"(\*\*|__|~~|==)(?=\S)(.+?)(?<=\S)\1"), r"\2"),
+    (re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])"), r"\1"),
+    (re.compile(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])"), r"\1"),
+)
+_LINE_START = re.compile(
+    r"^\s*(?:>\s*)*(?:\[![^\]]*\][+-]?\s*)?(?:#{1,6}\s+|(?:[-*+]|\d+[.)])\s+(?:\[.\]\s+)?)?"
+)
+_TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]*-[\s:|-]*\|?\s*$")
+_RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")
+
+
+def markdown_as_text(markdown: str) -> str:
+    """`markdown` as plain text on one line: markup, link targets and fences gone, a
+    table's rows as "a · b · c" joined by "; ", a link [[x|y]] as y."""
+    lines: list[str] = []
+    rows: list[str] = []
+    for raw in markdown.splitlines():
+        if raw.lstrip().startswith(("```", "~~~")) or _RULE.match(raw):
+            continue
+        line = _WIKI_LINK.sub(lambda m: m[2] or m[1], raw)
+        line = _LINK.sub(r"\1", line)
+        for pattern, replacement in _INLINE:
+            line = pattern.sub(replacement, line)
+        if line.lstrip().startswith("|"):
+            if not _TABLE_RULE.match(line):
+                cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+                rows.append(" · ".join(cell for cell in cells if cell))
+            continue
+        if rows:
+            lines.append("; ".join(rows))
+            rows = []
+        lines.append(_LINE_START.sub("", line))
+    if rows:
+        lines.append("; ".join(rows))
+    return " ".join(" ".join(lines).split())
+
+
 @cli.command("open")
 @click.argument("note")
 @vault_option
@@ -286,13 +419,15 @@ def open_note(note: str, vault: str, path_only: bool, as_json: bool) -> None:
     from rich.markup import escape
 
     console = output.console
-    with open_workspace(vault) as ws:
+    with suggesting_notes(vault, note), open_workspace(vault) as ws:
         note_text = ws.read_note(note)
         path, content = ws.touch(note_text.path, kind="open"), note_text.content
     if as_json:
         emit_json({"path": path, "content": content})
-    elif path_only:
-        console.print(escape(path))
+    elif path_only or not console.is_terminal:
+        console.print(escape(path), soft_wrap=True)
+        if not path_only:
+            console.print(escape(content), soft_wrap=True)
     else:
         console.rule(escape(path))
         console.print(escape(content), soft_wrap=True)
@@ -306,7 +441,7 @@ def touch(note: str, vault: str, as_json: bool) -> None:
     """Record that you are working on NOTE: it seeds graph retrieval for later selects."""
     from rich.markup import escape
 
-    with open_workspace(vault) as ws:
+    with suggesting_notes(vault, note), open_workspace(vault) as ws:
         path = ws.touch(note)
     if as_json:
         emit_json({"path": path, "touched": True})

@@ -30,7 +30,7 @@ def serve(vault: str, port: int, no_watch: bool, no_embed: bool, allow_origin: s
     from ..server.run import LocalServer
     from .output import err_console
 
-    with open_workspace(vault, embed=False if no_embed else None) as ws:
+    with open_workspace(vault, create=True, embed=False if no_embed else None) as ws:
         try:
             server = LocalServer(ws, port=port, watch=not no_watch, allow_origin=allow_origin)
         except OSError as exc:

@@ -143,11 +143,12 @@ class IndexDatabase:
         )
 
     def size_bytes(self) -> int:
-        total = 0
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(OSError):
-                total += os.path.getsize(f"{self.path}{suffix}")
-        return total
+        """The index's size as its pages: the same figure however much of it is still in
+        the write-ahead log (its file outgrows the pages while a run writes, and stays so
+        until the last connection closes)."""
+        conn = self.connect()
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        return int(pages * conn.execute("PRAGMA page_size").fetchone()[0])
 
     def close(self) -> None:
         with self._connections_lock:

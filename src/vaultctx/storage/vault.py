@@ -58,6 +58,22 @@ class IndexStatus:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def never_indexed(cls, path: str | Path) -> IndexStatus:
+        """The status of a vault with no index, told without making one."""
+        root = Path(path).expanduser().resolve()
+        config = load_config(root)
+        index_path = (
+            index_dir(root, config) / "index.db"
+            if config.database_url is None
+            else _without_password(config.database_url)
+        )
+        return cls(
+            vault=str(root), index_path=str(index_path), notes=0, blocks=0, links=0,
+            dangling_links=0, tags=0, aliases=0, vectors=0, model=None, index_bytes=0,
+            last_indexed=None, notes_with_problems=0,
+        )  # fmt: skip
+
 
 class Vault:
     """A vault on disk and its index. Open with `Vault.open(path)`; use as a context
@@ -113,12 +129,14 @@ class Vault:
         config: Config | dict[str, Any] | None = None,
         *,
         embedder: Embedder | None = None,
+        create: bool = True,
     ) -> Self:
         """Open a vault folder, creating its index on first use.
 
         `config` is a `Config`, or a dict of overrides on top of the vault's config file.
         Pass an `embedder` to share one loaded model between workspaces; it then decides
-        the model instead of the config.
+        the model instead of the config. `create=False` opens only an index that exists
+        (`NotIndexed` otherwise), leaving the folder as it was.
         """
         root = Path(path).expanduser()
         if not root.exists():
@@ -130,8 +148,10 @@ class Vault:
             config = load_config(root, config)
         if embedder is None:
             embedder = Embedder(config.embedding_model, backend=config.embedding_backend)
-        db = IndexDatabase(index_dir(root, config) / "index.db")
-        return cls(root, config, db, embedder)
+        db_path = index_dir(root, config) / "index.db"
+        if not create and config.database_url is None and not db_path.exists():
+            raise not_indexed(root)
+        return cls(root, config, IndexDatabase(db_path), embedder)
 
     # --- indexing ------------------------------------------------------------------------
 
@@ -230,7 +250,7 @@ class Vault:
     def require_index(self) -> None:
         """Refuse a vault with nothing indexed; a run killed midway still left notes to use."""
         if self.reads.meta("last_indexed") is None and not self.reads.has_notes():
-            raise NotIndexed(f"{self.root} has not been indexed yet: run `vaultctx index`")
+            raise not_indexed(self.root)
 
     # --- reading -------------------------------------------------------------------------
 
@@ -332,6 +352,11 @@ class Vault:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.root)!r})"
+
+
+def not_indexed(root: Path) -> NotIndexed:
+    """The one answer for a vault with nothing indexed."""
+    return NotIndexed(f"{root} has not been indexed yet: run `vaultctx index`")
 
 
 def note_not_found(note: str, root: Path) -> NoteNotFound:
