@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install chromium demo test test-fast lint bench clean
+.PHONY: install chromium demo test test-fast lint docs bench clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -54,12 +54,16 @@ test-fast: install
 	cd $(CURDIR) && $(PY) -m pytest -q -m "not slow"; python=$$?; \
 	[ $$plugin -eq 0 ] && [ $$python -eq 0 ]
 
-lint: install
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+lint: install docs
+	$(VENV)/bin/ruff check src tests benchmarks docs
+	$(VENV)/bin/ruff format --check src tests benchmarks docs
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 	cd $(PLUGIN) && npx tsc --noEmit
+
+# The documentation site (mkdocs.yml, docs/) into site/; a broken link or anchor fails it.
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 bench: install
 	$(PY) benchmarks/index_bench.py
@@ -68,4 +72,4 @@ bench: install
 	cd $(PLUGIN) && $(PLUGIN_ENV) npm run bench
 
 clean:
-	rm -rf $(VENV) $(VAULT)/.vaultctx $(PLUGIN)/node_modules $(PLUGIN)/test-output
+	rm -rf $(VENV) $(VAULT)/.vaultctx $(PLUGIN)/node_modules $(PLUGIN)/test-output site

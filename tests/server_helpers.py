@@ -105,9 +105,14 @@ PASSED_ENV = ("PATH", "HOME", "PYTHONPATH", "VAULTCTX_CACHE_DIR")
 
 
 def run_session(vault: Path, steps: Callable, *flags: str) -> object:
+    return run_stdio(sys.executable, ["-m", "vaultctx", "mcp", str(vault), *flags], steps)
+
+
+def run_stdio(command: str, args: list[str], steps: Callable) -> object:
+    """Start an MCP server as a client would (`command`, `args`) and run `steps` on it."""
     params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "vaultctx", "mcp", str(vault), *flags],
+        command=command,
+        args=args,
         env={k: v for k, v in os.environ.items() if k in PASSED_ENV},
     )
 

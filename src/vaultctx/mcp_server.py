@@ -19,7 +19,7 @@ import re
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, BinaryIO, Literal, TypeVar
+from typing import Annotated, Any, BinaryIO, Literal, TypeVar, cast
 
 import anyio
 from mcp import types as mcp_types
@@ -236,17 +236,28 @@ class _VaultMCPServer(MCPServer):
 def create_mcp_server(workspace: Workspace, *, use_vectors: bool = True) -> MCPServer:
     """An MCP server over `workspace`. `use_vectors=False` keeps select lexical and graph
     only, so the embedding model is never loaded (low-end machines, tests)."""
-    ws = workspace
     server = _VaultMCPServer(
         "vaultctx",
         version=__version__,
         instructions=(
-            f"Context from the Markdown vault at {ws.root}. Call `select` with a question to"
-            " find the most relevant passages (with their note paths), then `read_note` to"
+            f"Context from the Markdown vault at {workspace.root}. Call `select` with a question"
+            " to find the most relevant passages (with their note paths), then `read_note` to"
             " read a whole note."
         ),
     )
+    _add_tools(server, workspace, use_vectors=use_vectors)
+    return server
 
+
+def tool_catalog() -> list[tuple[str, str]]:
+    """Each tool's name and title, as the server lists them: `vaultctx mcp --help` shows
+    these, so the help names every tool the server has."""
+    server = MCPServer("vaultctx")
+    _add_tools(server, cast("Workspace", None), use_vectors=False)  # listed, never called
+    return [(t.name, t.title or "") for t in anyio.run(server.list_tools)]
+
+
+def _add_tools(server: MCPServer, ws: Workspace, *, use_vectors: bool) -> None:
     @server.tool(title="Select context from the vault", annotations=READ_ONLY)
     @tool_errors
     def select(
@@ -307,5 +318,3 @@ def create_mcp_server(workspace: Workspace, *, use_vectors: bool = True) -> MCPS
         account) and `scope` (its session, channel, vault or user id)."""
         memories = ws.memory.search(query, k=max(1, min(k, 100)), tier=tier, scope=scope)
         return {"query": query, "memories": [m.to_dict() for m in memories]}
-
-    return server

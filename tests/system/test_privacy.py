@@ -474,7 +474,7 @@ def test_a_turn_leaves_memories_only_where_the_policy_allows(
 
 def test_the_user_adding_a_memory_is_not_what_the_rule_stops(vault: Path) -> None:
     """`memory.write` governs what vaultctx and its agents remember on their own; the user
-    saying `vaultctx memory add` is the user's own act (README: Privacy and permissions)."""
+    saying `vaultctx memory add` is the user's own act (docs/privacy.md)."""
     (vault / ".vaultctx" / "permissions.toml").write_text('[defaults]\n"memory.write" = "deny"\n')
     with Workspace.open(vault, {"embed": False}) as ws:
         ws.index()

@@ -72,7 +72,9 @@ def search(query: str, vault: str, tier: str | None, scope: str | None, k: int,
 @memory.command()
 @click.argument("text")
 @vault_option
-@click.option("--tier", type=TIERS, default="workspace", show_default=True)
+@click.option(
+    "--tier", type=TIERS, default="workspace", show_default=True, help="The tier it is kept in."
+)
 @click.option("--scope", help="Session or channel id (needed for those tiers).")
 @click.option("--kind", type=KINDS, help="Default: semantic (episodic for a turn).")
 @click.option("--importance", type=click.FloatRange(0, 1), help="Default: a heuristic.")
@@ -116,7 +118,13 @@ def forget(ids: tuple[str, ...], vault: str, soft: bool, as_json: bool) -> None:
 @memory.command()
 @vault_option
 @tier_options
-@click.option("-o", "--output", type=click.File("w", encoding="utf-8"), default="-")
+@click.option(
+    "-o",
+    "--output",
+    type=click.File("w", encoding="utf-8"),
+    default="-",
+    help="The file to write (default: standard output).",
+)
 def export(vault: str, tier: str | None, scope: str | None, output) -> None:
     """Write memories as JSON lines (oldest first), for backup or another machine."""
     with open_workspace(vault) as ws:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
 import click
 
+from ..errors import VaultNotFound
 from . import cli
 from .common import open_workspace, vault_argument
+from .mcp_clients import CLIENTS, client_config, install
 
 
 @cli.command()
@@ -44,7 +50,21 @@ def serve(vault: str, port: int, no_watch: bool, no_embed: bool, allow_origin: s
         server.run()
 
 
-@cli.command()
+class _McpCommand(click.Command):
+    """`vaultctx mcp`, whose help lists the tools from the server's own list."""
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_help_text(ctx, formatter)
+        from ..mcp_server import tool_catalog  # the MCP SDK: only for `mcp --help`
+
+        with formatter.section("Tools"):
+            formatter.write_dl(tool_catalog())
+
+
+CLIENT_NAMES = click.Choice(sorted(CLIENTS))
+
+
+@cli.command(cls=_McpCommand)
 @vault_argument
 @click.option("--no-vectors", is_flag=True, help="Lexical and graph only: never loads the model.")
 @click.option(
@@ -55,12 +75,74 @@ def serve(vault: str, port: int, no_watch: bool, no_embed: bool, allow_origin: s
     help="Where the client sends what it is answered: the read rules for that destination "
     "decide what the tools show (a desktop client's model is remote unless it runs here).",
 )
-def mcp(vault: str, no_vectors: bool, answers_to: str) -> None:
+@click.option(
+    "--print-config",
+    "print_for",
+    type=CLIENT_NAMES,
+    help="Print CLIENT's configuration entry for this server (absolute paths) and exit.",
+)
+@click.option(
+    "--install",
+    "install_for",
+    type=CLIENT_NAMES,
+    help="Add that entry to CLIENT's configuration file (a backup of the file is kept) and exit.",
+)
+@click.option(
+    "--name",
+    default="vaultctx",
+    show_default=True,
+    help="The server's name in the client's configuration (one per vault).",
+)
+def mcp(
+    vault: str,
+    no_vectors: bool,
+    answers_to: str,
+    print_for: str | None,
+    install_for: str | None,
+    name: str,
+) -> None:
     """Expose VAULT to AI clients over MCP (stdio): search, read and related notes, context,
-    memory, touch."""
+    memory, touch.
+
+    `--print-config CLIENT` prints what CLIENT needs to start this server; `--install CLIENT`
+    writes it into CLIENT's file: claude-desktop (its claude_desktop_config.json), claude-code
+    (.mcp.json here), cursor (~/.cursor/mcp.json), vscode (.vscode/mcp.json here).
+    """
+    if print_for or install_for:
+        flags = (["--no-vectors"] if no_vectors else []) + (
+            ["--answers-to", answers_to] if answers_to != "remote_model" else []
+        )
+        _configure_client(vault, name, flags, print_for, install_for)
+        return
     with open_workspace(vault) as ws:
         ws.warm_up(use_vectors=not no_vectors)  # while the MCP SDK loads and the client connects
         from ..mcp_server import create_mcp_server  # the MCP SDK: only for `mcp`
 
         answering = ws.answering(answers_to)
         create_mcp_server(answering, use_vectors=not no_vectors).run("stdio")
+
+
+def _configure_client(
+    vault: str, name: str, flags: list[str], print_for: str | None, install_for: str | None
+) -> None:
+    from .output import console
+
+    if print_for and install_for:
+        raise click.UsageError("give --print-config or --install, not both")
+    root = Path(vault).expanduser().resolve()
+    if not root.is_dir():
+        raise VaultNotFound(f"no vault folder at {root}")
+    if print_for:
+        _print_json(client_config(CLIENTS[print_for], name, root, flags))
+        return
+    client = CLIENTS[install_for or ""]
+    done = install(client, name, root, flags, client.config_file())
+    kept = f" (the file as it was: {done.backup})" if done.backup else ""
+    verb = "Replaced" if done.replaced else "Added"
+    said = f"{verb} the MCP server {name!r} in {done.path}{kept}.\nRestart {client.label}."
+    console.print(said, markup=False, soft_wrap=True)
+
+
+def _print_json(data: object) -> None:
+    """Indented, for a person to paste into a file."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
