@@ -1,7 +1,8 @@
 """The one exception hierarchy of vaultctx.
 
-Callers catch these, never what a dependency happens to raise. The CLI turns each into one
-clear line and a non-zero exit code.
+Callers catch these, never what a dependency happens to raise. Each says how every door
+answers it: the CLI with one clear line and `exit_code`, HTTP with `http_status` (MCP with
+a JSON-RPC error naming the class).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ class VaultctxError(Exception):
     """Base class of every error vaultctx raises on purpose."""
 
     exit_code = 1
+    http_status = 400  # a request the caller can mend
 
 
 class VaultNotFound(VaultctxError):
@@ -23,48 +25,56 @@ class IndexLocked(VaultctxError):
     """Another process is writing this vault's index."""
 
     exit_code = 3
+    http_status = 409
 
 
 class IndexCorrupt(VaultctxError):
     """The index database cannot be opened or is from a newer vaultctx."""
 
     exit_code = 4
+    http_status = 503  # answers again once the index is mended or upgraded
 
 
 class IndexUnavailable(VaultctxError):
     """The database holding the index (`database_url`) cannot be reached or set up."""
 
     exit_code = 20
+    http_status = 503
 
 
 class NotIndexed(VaultctxError):
     """An operation needs an index and the vault has never been indexed."""
 
     exit_code = 5
+    http_status = 409
 
 
 class ConfigError(VaultctxError):
     """The vault's configuration file or an option value is invalid."""
 
     exit_code = 6
+    http_status = 422
 
 
 class EmbeddingUnavailable(VaultctxError):
     """The embedding model cannot be loaded or failed to encode."""
 
     exit_code = 7
+    http_status = 503
 
 
 class InvalidQuery(VaultctxError):
     """A query is empty or otherwise cannot be searched."""
 
     exit_code = 8
+    http_status = 422
 
 
 class NoteNotFound(VaultctxError):
     """A note named by the caller is not in the vault's index."""
 
     exit_code = 9
+    http_status = 404
 
 
 class LLMError(VaultctxError):
@@ -105,6 +115,7 @@ class PermissionDenied(VaultctxError):
     """The vault's permission policy (or the user, asked) refused a tool's capability."""
 
     exit_code = 15
+    http_status = 403
 
     def __init__(self, capability: str, resource: str, reason: str) -> None:
         super().__init__(f"permission denied: {capability} on {resource} ({reason})")

@@ -34,14 +34,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._version import __version__
 from ..errors import (
-    ConfigError,
-    EmbeddingUnavailable,
     IndexCorrupt,
-    IndexLocked,
     IndexUnavailable,
-    InvalidQuery,
-    NoteNotFound,
-    NotIndexed,
     PermissionDenied,
     VaultctxError,
 )
@@ -76,17 +70,6 @@ _SERVER = f"{socket.gethostname()}:{os.getpid()}"
 OPEN_PATHS = frozenset({"/health"})
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost"})
 
-_STATUS: dict[type[VaultctxError], int] = {
-    InvalidQuery: 422,
-    ConfigError: 422,
-    NoteNotFound: 404,
-    NotIndexed: 409,
-    IndexLocked: 409,
-    IndexUnavailable: 503,
-    IndexCorrupt: 503,  # the server cannot answer until its index is mended or it upgrades
-    EmbeddingUnavailable: 503,
-    PermissionDenied: 403,
-}
 # What `/status` tells a team member: counts of what they may see and how the server works,
 # never a path, the database's address or an error text that may hold either.
 MEMBER_STATUS = frozenset(
@@ -498,7 +481,8 @@ def _exception_handlers() -> dict[Any, Callable[[Request, Exception], Awaitable[
         return _error(exc.status, exc.error, exc.message)
 
     async def vaultctx_error(request: Request, exc: Exception) -> JSONResponse:
-        status = next((s for t, s in _STATUS.items() if isinstance(exc, t)), 400)
+        assert isinstance(exc, VaultctxError)
+        status = exc.http_status
         # a refusal is named as the agent's tools name it to a model
         name = exc.to_dict()["error"] if isinstance(exc, PermissionDenied) else type(exc).__name__
         return _error(status, name, str(exc))
