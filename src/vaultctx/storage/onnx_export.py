@@ -7,6 +7,9 @@ Runtime returns the sentence vectors sentence-transformers would (cosine ≥ 0.9
 checks it). Weights go to a separate data file at page-aligned offsets: ONNX Runtime then maps
 them instead of copying, and the 47 MB word-embedding table stays mostly on disk.
 
+A folder that already holds its graph (`model.onnx` and no weights: the int8 model bundled
+with vaultctx, `storage/model/`) is read the same way and run as it is, never exported.
+
 Only what vaultctx can vouch for is exported — a BERT encoder with absolute positions, mean or
 CLS pooling, optional Normalize; `read_spec` says why anything else is not (the torch backend
 still runs it).
@@ -47,6 +50,11 @@ class SentenceModelSpec:
     def dim(self) -> int:
         return int(self.config["hidden_size"])
 
+    @property
+    def prebuilt(self) -> bool:
+        """The folder carries its own ONNX graph instead of weights to export."""
+        return not (self.folder / "model.safetensors").is_file()
+
     def source_files(self) -> list[Path]:
         """The files the exported graph is made from: a change to any means a new export."""
         return [self.folder / "model.safetensors", self.folder / "config.json"]
@@ -69,9 +77,10 @@ def read_spec(folder: Path) -> SentenceModelSpec:
         raise UnsupportedModel("relative position embeddings")
     if config.get("hidden_act") != "gelu":
         raise UnsupportedModel(f"activation {config.get('hidden_act')!r}")
-    for name in ("model.safetensors", "tokenizer.json"):
-        if not (folder / name).is_file():
-            raise UnsupportedModel(f"no {name}")
+    if not (folder / "tokenizer.json").is_file():
+        raise UnsupportedModel("no tokenizer.json")
+    if not (folder / "model.safetensors").is_file() and not (folder / MODEL_FILE).is_file():
+        raise UnsupportedModel("no model.safetensors")
     pooling_cfg = _read_json(folder / str(modules[1].get("path", "")) / "config.json") or {}
     modes = [k for k, v in pooling_cfg.items() if k.startswith("pooling_mode_") and v is True]
     if modes == ["pooling_mode_mean_tokens"]:
