@@ -583,6 +583,42 @@ def test_indexing_named_paths_looks_only_at_those_files(indexed, parse_calls):
     assert search(indexed, "quuxfeeder") == {"Equipment/Feeders.md"}
 
 
+def test_indexing_named_paths_never_walks_the_vault(indexed, monkeypatch):
+    """One saved note costs the same in any vault: its path alone is looked at."""
+
+    def walk(root):
+        raise AssertionError("the whole vault was scanned for one named note")
+
+    monkeypatch.setattr("vaultctx.storage.indexer.scan_vault", walk)
+    write(indexed, "Equipment/Feeders.md", "# Feeders\n\nquuxfeeder\n")
+    with Workspace.open(indexed) as ws:
+        report = ws.index(embed=False, paths=["Equipment/Feeders.md"])
+    assert report.updated == 1
+    assert report.files == len(expected_notes(indexed))
+    assert search(indexed, "quuxfeeder") == {"Equipment/Feeders.md"}
+
+
+def test_a_named_path_the_scan_would_skip_is_not_indexed(indexed, tmp_path):
+    """Under an ignored folder, a hidden one, or through a symlink out of the vault: named
+    by the watcher or not, never a note."""
+    ignore = indexed / ".vaultctxignore"
+    ignore.write_text(ignore.read_text() + "\nDrafts/\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "Away.md").write_text("# Away\n\nquuxskipped\n")
+    (indexed / "Elsewhere").symlink_to(outside, target_is_directory=True)
+    (indexed / "Linked.md").symlink_to(outside / "Away.md")
+    for path in ("Drafts/Plan.md", ".hidden/Secret.md"):
+        write(indexed, path, "# Skipped\n\nquuxskipped\n")
+    named = ["Drafts/Plan.md", ".hidden/Secret.md", "Elsewhere/Away.md", "Linked.md"]
+    with Workspace.open(indexed) as ws:
+        report = ws.index(embed=False, paths=named)
+    assert (report.added, report.updated) == (0, 0)
+    assert search(indexed, "quuxskipped") == set()
+    assert query(db_file(indexed), "SELECT COUNT(*) FROM notes WHERE path IN (?, ?, ?, ?)",
+                 *named) == [(0,)]  # fmt: skip
+
+
 def test_a_copy_of_an_indexed_vault_indexes_from_scratch(indexed, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(indexed, copy, ignore=shutil.ignore_patterns(".vaultctx"))

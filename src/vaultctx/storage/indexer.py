@@ -23,7 +23,7 @@ from .embeddings import Embedder
 from .language import ANALYSIS, note_language
 from .migrations import CHANGES_LOGGED, UNPUBLISHED_TABLES
 from .reader import NoteRead, NoteRows, ReadJob, auto_workers, embed_input, read_all
-from .scanner import VaultFile, scan_vault
+from .scanner import VaultFile, scan_paths, scan_vault
 
 Progress = Callable[[str, int, int], None]
 """progress(phase, done, total) with phase in 'scan', 'parse', 'embed'."""
@@ -118,23 +118,24 @@ class Indexer:
         self._renamed_from: set[str] = set()
         self._written_ids: set[int] = set()
         relink_all = bool(self.db.get_meta("links_dirty"))  # a run was killed before relinking
-        scan = scan_vault(self.root)
+        only = set(paths) if paths is not None else None
+        # Named paths (the watcher's) are looked at alone, under the same rules as the walk:
+        # one saved note costs the same in a vault of ten notes or of a million.
+        scan = scan_vault(self.root) if only is None else scan_paths(self.root, sorted(only))
         report.skipped.extend(scan.problems)
         files = scan.files
-        only = set(paths) if paths is not None else None
-        if only is not None:
-            files = [f for f in files if f.path in only]
-        report.files = len(scan.files)
         self.progress("scan", len(files), len(files))
         analysed_again = self._analyse_index()
 
         conn = self.db.connect()
-        known = {
-            row[0]: (row[1], row[2], row[3], row[4])
-            for row in conn.execute("SELECT path, id, mtime_ns, size, content_hash FROM notes")
-        }
+        known = self._known(conn, only)
         on_disk = {f.path for f in scan.files}
-        gone = [p for p in known if p not in on_disk and (only is None or p in only)]
+        gone = [p for p in known if p not in on_disk]
+        if only is None:
+            report.files = len(scan.files)
+        else:  # the notes the vault holds after this run: those indexed, give or take these
+            (indexed,) = conn.execute("SELECT COUNT(*) FROM notes").fetchone()
+            report.files = indexed + len(on_disk - known.keys()) - len(gone)
         gone_by_hash: dict[str, list[str]] = {}
         for path in gone:
             gone_by_hash.setdefault(known[path][3], []).append(path)
@@ -192,6 +193,22 @@ class Indexer:
                 self._mark_indexed(changed=True)
         report.elapsed_ms = (time.perf_counter() - started) * 1000
         return report
+
+    @staticmethod
+    def _known(
+        conn: sqlite3.Connection, only: set[str] | None
+    ) -> dict[str, tuple[int, int, int, str]]:
+        """{path: (id, mtime_ns, size, content hash)} of the indexed notes (of `only`)."""
+        sql = "SELECT path, id, mtime_ns, size, content_hash FROM notes"
+        if only is None:
+            return {row[0]: row[1:] for row in conn.execute(sql)}
+        wanted = sorted(only)
+        known = {}
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i : i + 500]
+            rows = conn.execute(f"{sql} WHERE path IN ({','.join('?' * len(chunk))})", chunk)
+            known.update({row[0]: row[1:] for row in rows})
+        return known
 
     def _mark_indexed(self, *, changed: bool) -> None:
         """Record when the index was last brought up to date, and a new generation (the
