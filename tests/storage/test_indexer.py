@@ -19,6 +19,7 @@ from vaultctx import IndexCorrupt, Workspace
 from vaultctx.storage import migrations
 from vaultctx.storage import reader as reader_module
 from vaultctx.storage.blocks import estimate_tokens
+from vaultctx.storage.indexer import LinkResolver
 
 
 def index(root: Path, **config) -> object:
@@ -368,6 +369,24 @@ def rules_vault(make_vault) -> Path:
     )
     index(root)
     return root
+
+
+def test_a_saved_note_keeps_its_links_targets_without_reading_every_name(rules_vault, monkeypatch):
+    """Saving a note whose links stayed the same in a vault whose names stayed the same
+    resolves nothing again (a resolver reads every note's name); a link it gains is."""
+    before = links_from(rules_vault, "Source.md")
+
+    def every_name(conn):
+        raise AssertionError("a resolver was built for links that did not change")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(LinkResolver, "from_db", classmethod(lambda cls, conn: every_name(conn)))
+        write(rules_vault, "Source.md", (rules_vault / "Source.md").read_text() + "\nmore text")
+        index(rules_vault)
+    assert links_from(rules_vault, "Source.md") == before
+    write(rules_vault, "Source.md", (rules_vault / "Source.md").read_text() + " [[Sibling]]")
+    index(rules_vault)
+    assert links_from(rules_vault, "Source.md") == [*before, ("Sibling", "B/C/Sibling.md")]
 
 
 def test_resolution_rules(rules_vault):

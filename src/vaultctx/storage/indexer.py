@@ -117,6 +117,8 @@ class Indexer:
         report = IndexReport()
         self._renamed_from: set[str] = set()
         self._written_ids: set[int] = set()
+        # (note id, target, kind) → the note's link target before this run rewrote it.
+        self._resolved_before: dict[tuple[int, str, str], int | None] = {}
         relink_all = bool(self.db.get_meta("links_dirty"))  # a run was killed before relinking
         only = set(paths) if paths is not None else None
         # Named paths (the watcher's) are looked at alone, under the same rules as the walk:
@@ -182,7 +184,9 @@ class Indexer:
             if relink_all:
                 report.links_resolved = self._resolve_links(None)
             elif self._written_ids:
-                report.links_resolved = self._resolve_links(self._written_ids)
+                report.links_resolved = self._resolve_links(
+                    self._written_ids, self._resolved_before
+                )
 
         # The text index is complete and usable now, before the (long) embedding starts: a
         # run killed while embedding leaves an index that answers with the vectors it has.
@@ -365,6 +369,14 @@ class Indexer:
             " frontmatter = ?, problems = ?, indexed_at = ?, language = ? WHERE id = ?",
             (*values, item.note_id),
         )
+        if not item.renamed:  # its path is the same: a link it keeps leads where it did
+            self._resolved_before.update(
+                ((item.note_id, target, kind), target_id)
+                for target, kind, target_id in conn.execute(
+                    "SELECT target, kind, target_id FROM links WHERE source_id = ?",
+                    (item.note_id,),
+                )
+            )
         for table in ("links", "tags", "aliases"):
             column = "source_id" if table == "links" else "note_id"
             conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (item.note_id,))
@@ -383,10 +395,18 @@ class Indexer:
 
     # --- links ---------------------------------------------------------------------------
 
-    def _resolve_links(self, source_ids: set[int] | None) -> int:
-        """Resolve link targets the way Obsidian does; `None` means every link."""
+    def _resolve_links(
+        self,
+        source_ids: set[int] | None,
+        resolved_before: dict[tuple[int, str, str], int | None] | None = None,
+    ) -> int:
+        """Resolve link targets the way Obsidian does; `None` means every link.
+
+        `resolved_before` holds where the notes' links led before they were rewritten; with
+        the set of note names unchanged (or every link is resolved again), a link a note
+        keeps leads where it did, so a saved note whose links stayed the same needs no
+        resolver (which reads every note's name: seconds at 100k notes)."""
         conn = self.db.connect()
-        resolver = LinkResolver.from_db(conn)
         if source_ids is None:
             rows = conn.execute(
                 "SELECT l.id, l.target, l.kind, n.path, l.target_id, n.id"
@@ -405,9 +425,16 @@ class Indexer:
                         chunk,
                     ).fetchall()
                 )
+        before = resolved_before if source_ids is not None and resolved_before else {}
+        resolver: LinkResolver | None = None
         updates = []
         for link_id, target, kind, source_path, current, source_id in rows:
-            resolved = resolver.resolve(target, kind, source_path, source_id)
+            key = (source_id, target, kind)
+            if key in before:
+                resolved = before[key]
+            else:
+                resolver = resolver or LinkResolver.from_db(conn)
+                resolved = resolver.resolve(target, kind, source_path, source_id)
             if resolved != current:
                 updates.append((resolved, link_id))
         with self.db.transaction() as wconn:
@@ -535,10 +562,10 @@ class LinkResolver:
         for note_id, path in notes:
             self.by_path[path] = note_id
             self.by_path_lower.setdefault(path.lower(), note_id)
-            stem = PurePosixPath(path).stem.lower()
-            self.by_stem.setdefault(stem, []).append((note_id, path))
+            self.by_stem.setdefault(path_stem(path).lower(), []).append((note_id, path))
         for candidates in self.by_stem.values():
-            candidates.sort(key=lambda c: (c[1].count("/"), len(c[1]), c[1]))
+            if len(candidates) > 1:
+                candidates.sort(key=lambda c: (c[1].count("/"), len(c[1]), c[1]))
         self.by_alias: dict[str, int] = {}
         for note_id, alias in sorted(aliases):
             self.by_alias.setdefault(alias.lower(), note_id)
@@ -583,6 +610,14 @@ class LinkResolver:
                         return note_id
             return candidates[0][0]
         return self.by_alias.get(lower)
+
+
+def path_stem(path: str) -> str:
+    """PurePosixPath(path).stem for the index's clean relative paths, minus its cost (a
+    resolver is built from every note's path, and pathlib takes seconds at 100k notes)."""
+    name = path.rpartition("/")[2]
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
 
 
 def _parent(path: str) -> str:
