@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -10,9 +11,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from conftest import hash_tree
 from vaultctx.cli import cli
+from vaultctx.cli.index_cmds import index_progress, phases
 from vaultctx.storage.db import WriterLock
 
 VAULTCTX = Path(sys.executable).parent / "vaultctx"
@@ -225,3 +228,22 @@ def test_index_with_embeddings_reports_vectors_and_model(make_vault, embedder, m
     assert (status["vectors"], status["model"]) == (2, embedder.model_id)
     again = json.loads(run("index", str(root), "--json").stdout)
     assert again["embedded"] == 0
+
+
+def test_the_index_bar_shows_each_phase_rate_and_time_left():
+    """Embedding takes most of a first index: the bar says how fast and how long still."""
+    clock = [0.0]
+    out = Console(file=io.StringIO(), force_terminal=True, width=140, color_system=None)
+    bar = index_progress(out, get_time=lambda: clock[0])
+    progress = phases(bar)
+    progress("scan", 10, 10)  # not a phase the bar shows
+    progress("embed", 0, 1000)
+    for done in range(100, 600, 100):
+        clock[0] += 1.0
+        progress("embed", done, 1000)
+    out.print(bar.get_renderable())
+    line = out.file.getvalue()
+    assert "Embedding blocks" in line and "500/1000" in line
+    assert "100.0 blocks/s" in line
+    assert "left 0:00:05" in line
+    assert "Reading notes" not in line and len(bar.tasks) == 1

@@ -19,6 +19,7 @@ from vaultctx import IndexCorrupt, Workspace
 from vaultctx.storage import migrations
 from vaultctx.storage import reader as reader_module
 from vaultctx.storage.blocks import estimate_tokens
+from vaultctx.storage.indexer import LinkResolver
 
 
 def index(root: Path, **config) -> object:
@@ -370,6 +371,24 @@ def rules_vault(make_vault) -> Path:
     return root
 
 
+def test_a_saved_note_keeps_its_links_targets_without_reading_every_name(rules_vault, monkeypatch):
+    """Saving a note whose links stayed the same in a vault whose names stayed the same
+    resolves nothing again (a resolver reads every note's name); a link it gains is."""
+    before = links_from(rules_vault, "Source.md")
+
+    def every_name(conn):
+        raise AssertionError("a resolver was built for links that did not change")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(LinkResolver, "from_db", classmethod(lambda cls, conn: every_name(conn)))
+        write(rules_vault, "Source.md", (rules_vault / "Source.md").read_text() + "\nmore text")
+        index(rules_vault)
+    assert links_from(rules_vault, "Source.md") == before
+    write(rules_vault, "Source.md", (rules_vault / "Source.md").read_text() + " [[Sibling]]")
+    index(rules_vault)
+    assert links_from(rules_vault, "Source.md") == [*before, ("Sibling", "B/C/Sibling.md")]
+
+
 def test_resolution_rules(rules_vault):
     assert links_from(rules_vault, "Source.md") == [
         ("note", "A/Note.md"),  # bare name, case-insensitive: shortest path
@@ -581,6 +600,42 @@ def test_indexing_named_paths_looks_only_at_those_files(indexed, parse_calls):
     assert (report.updated, report.deleted) == (1, 1)
     assert parse_calls == ["Feeders"]
     assert search(indexed, "quuxfeeder") == {"Equipment/Feeders.md"}
+
+
+def test_indexing_named_paths_never_walks_the_vault(indexed, monkeypatch):
+    """One saved note costs the same in any vault: its path alone is looked at."""
+
+    def walk(root):
+        raise AssertionError("the whole vault was scanned for one named note")
+
+    monkeypatch.setattr("vaultctx.storage.indexer.scan_vault", walk)
+    write(indexed, "Equipment/Feeders.md", "# Feeders\n\nquuxfeeder\n")
+    with Workspace.open(indexed) as ws:
+        report = ws.index(embed=False, paths=["Equipment/Feeders.md"])
+    assert report.updated == 1
+    assert report.files == len(expected_notes(indexed))
+    assert search(indexed, "quuxfeeder") == {"Equipment/Feeders.md"}
+
+
+def test_a_named_path_the_scan_would_skip_is_not_indexed(indexed, tmp_path):
+    """Under an ignored folder, a hidden one, or through a symlink out of the vault: named
+    by the watcher or not, never a note."""
+    ignore = indexed / ".vaultctxignore"
+    ignore.write_text(ignore.read_text() + "\nDrafts/\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "Away.md").write_text("# Away\n\nquuxskipped\n")
+    (indexed / "Elsewhere").symlink_to(outside, target_is_directory=True)
+    (indexed / "Linked.md").symlink_to(outside / "Away.md")
+    for path in ("Drafts/Plan.md", ".hidden/Secret.md"):
+        write(indexed, path, "# Skipped\n\nquuxskipped\n")
+    named = ["Drafts/Plan.md", ".hidden/Secret.md", "Elsewhere/Away.md", "Linked.md"]
+    with Workspace.open(indexed) as ws:
+        report = ws.index(embed=False, paths=named)
+    assert (report.added, report.updated) == (0, 0)
+    assert search(indexed, "quuxskipped") == set()
+    assert query(db_file(indexed), "SELECT COUNT(*) FROM notes WHERE path IN (?, ?, ?, ?)",
+                 *named) == [(0,)]  # fmt: skip
 
 
 def test_a_copy_of_an_indexed_vault_indexes_from_scratch(indexed, tmp_path):

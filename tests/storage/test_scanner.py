@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vaultctx.storage.scanner import excluded, load_ignore_spec, scan_vault
+from vaultctx.storage.scanner import excluded, load_ignore_spec, scan_paths, scan_vault
 
 
 def note_paths(root: Path) -> list[str]:
@@ -206,3 +206,79 @@ def test_excluded_says_exactly_which_notes_the_scan_skips(tmp_path_factory, path
 def _prefixes(rel: str) -> list[str]:
     parts = rel.split("/")
     return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+# Trees for the single-path scan: notes, other files, and symlinks (to a folder or a note,
+# inside the vault or out of it) under plain, hidden and ignorable names.
+PARTS = st.sampled_from(["a", "b", "Private", ".hidden", "x.draft", "Notes", "link"])
+ENTRIES = st.tuples(
+    st.lists(PARTS, min_size=1, max_size=3).map("/".join),
+    st.sampled_from(["note", "text", "link-in-folder", "link-in-note", "link-out", "folder"]),
+)
+
+
+def _build_tree(root: Path, outside: Path, entries: list[tuple[str, str]]) -> list[str]:
+    """Make `entries` under `root`; returns every path made (and some below them)."""
+    made = []
+    for rel, kind in entries:
+        path = root / (rel + (".md" if kind in ("note", "link-in-note") else ""))
+        if any(p.is_symlink() or p.is_file() for p in [path, *path.parents]):
+            continue  # taken, or a file where a folder is needed
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            continue
+        if path.exists():
+            continue
+        if kind == "note":
+            path.write_text("x")
+        elif kind == "text":
+            path.with_suffix(".txt").write_text("x")
+        elif kind == "folder":
+            path.mkdir()
+            (path / "In.md").write_text("x")
+        elif kind == "link-in-folder":
+            (root / "Target").mkdir(exist_ok=True)
+            (root / "Target" / "T.md").write_text("x")
+            path.symlink_to(root / "Target", target_is_directory=True)
+        elif kind == "link-in-note":
+            (root / "Real.md").write_text("x")
+            path.symlink_to(root / "Real.md")
+        else:
+            path.symlink_to(outside, target_is_directory=True)
+        made.append(path.relative_to(root).as_posix())
+    return made
+
+
+@given(entries=st.lists(ENTRIES, min_size=1, max_size=8), patterns=st.lists(PATTERNS, max_size=3))
+def test_a_named_path_is_a_note_exactly_when_the_full_scan_finds_it(
+    tmp_path_factory, entries, patterns
+):
+    """The watcher's route (only the saved path is looked at) decides as the walk does:
+    ignore rules, hidden folders, symlinks in and out of the vault, folders and other files."""
+    root = tmp_path_factory.mktemp("vault")
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "Away.md").write_text("x")
+    (root / ".vaultctxignore").write_text("\n".join(patterns) + "\n")
+    made = _build_tree(root, outside, entries)
+    candidates = {"Real.md", "Target/T.md", "missing/None.md", "../outside/Away.md"}
+    for rel in made:
+        candidates |= {rel, f"{rel}/In.md", f"{rel}/T.md", f"{rel}/Away.md", f"{rel}.md"}
+    full = {f.path: f for f in scan_vault(root).files}
+    for rel in sorted(candidates):
+        expected = [full[rel]] if rel in full else []
+        assert scan_paths(root, [rel]).files == expected, rel
+    together = scan_paths(root, sorted(candidates)).files
+    assert together == [full[p] for p in sorted(full) if p in candidates]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can list any folder")
+def test_a_named_path_in_an_unlistable_folder_is_reported_as_the_walk_does(make_vault):
+    root = make_vault({"Note.md": "x", "Locked/Inside.md": "x"})
+    (root / "Locked").chmod(0o100)  # entered, not listed
+    try:
+        result = scan_paths(root, ["Locked/Inside.md"])
+    finally:
+        (root / "Locked").chmod(0o755)
+    assert result.files == []
+    assert [p for p, _ in result.problems] == ["Locked"]

@@ -2,23 +2,74 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
+from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from ..errors import NotIndexed
 from ..storage.vault import IndexStatus
 from . import cli
 from .common import json_option, open_workspace, vault_argument
 from .output import console, emit_json, err_console, human_bytes, warn
+
+# Each phase of an index run the bar shows: its label and what it counts.
+PHASES = {"parse": ("Reading notes", "notes"), "embed": ("Embedding blocks", "blocks")}
+
+
+class RateColumn(ProgressColumn):
+    """Items per second of a phase (`unit` per second), once rich has measured it."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        if speed is None:
+            return Text("")
+        return Text(f"{speed:,.1f} {task.fields.get('unit', '')}/s", style="progress.data.speed")
+
+
+def index_progress(console: Console, get_time: Callable[[], float] | None = None) -> Progress:
+    """The bar of `vaultctx index`: per phase, done of total, its rate, time spent and left."""
+    return Progress(
+        TextColumn("{task.description:<18}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+        get_time=get_time,
+    )
+
+
+def phases(bar: Progress) -> Callable[[str, int, int], None]:
+    """The indexer's `progress(phase, done, total)`, drawn on `bar`."""
+    tasks: dict[str, TaskID] = {}
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if phase not in PHASES:
+            return
+        if phase not in tasks:
+            label, unit = PHASES[phase]
+            tasks[phase] = bar.add_task(label, total=total, unit=unit)
+        bar.update(tasks[phase], completed=done, total=total)
+
+    return progress
 
 
 @cli.command()
@@ -42,25 +93,8 @@ def index(vault: str, no_embed: bool, from_database: bool, as_json: bool) -> Non
                 console.print(f"Restored {restored} notes from the database.")
         show_progress = not as_json and err_console.is_terminal
         if show_progress:
-            with Progress(
-                TextColumn("{task.description:<18}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=err_console,
-                transient=True,
-            ) as bar:
-                tasks: dict[str, TaskID] = {}
-                labels = {"parse": "Reading notes", "embed": "Embedding blocks"}
-
-                def progress(phase: str, done: int, total: int) -> None:
-                    if phase not in labels:
-                        return
-                    if phase not in tasks:
-                        tasks[phase] = bar.add_task(labels[phase], total=total)
-                    bar.update(tasks[phase], completed=done, total=total)
-
-                report = ws.index(embed=False if no_embed else None, progress=progress)
+            with index_progress(err_console) as bar:
+                report = ws.index(embed=False if no_embed else None, progress=phases(bar))
         else:
             report = ws.index(embed=False if no_embed else None)
         status = ws.status()

@@ -23,7 +23,7 @@ from .embeddings import Embedder
 from .language import ANALYSIS, note_language
 from .migrations import CHANGES_LOGGED, UNPUBLISHED_TABLES
 from .reader import NoteRead, NoteRows, ReadJob, auto_workers, embed_input, read_all
-from .scanner import VaultFile, scan_vault
+from .scanner import VaultFile, scan_paths, scan_vault
 
 Progress = Callable[[str, int, int], None]
 """progress(phase, done, total) with phase in 'scan', 'parse', 'embed'."""
@@ -117,24 +117,27 @@ class Indexer:
         report = IndexReport()
         self._renamed_from: set[str] = set()
         self._written_ids: set[int] = set()
+        # (note id, target, kind) → the note's link target before this run rewrote it.
+        self._resolved_before: dict[tuple[int, str, str], int | None] = {}
         relink_all = bool(self.db.get_meta("links_dirty"))  # a run was killed before relinking
-        scan = scan_vault(self.root)
+        only = set(paths) if paths is not None else None
+        # Named paths (the watcher's) are looked at alone, under the same rules as the walk:
+        # one saved note costs the same in a vault of ten notes or of a million.
+        scan = scan_vault(self.root) if only is None else scan_paths(self.root, sorted(only))
         report.skipped.extend(scan.problems)
         files = scan.files
-        only = set(paths) if paths is not None else None
-        if only is not None:
-            files = [f for f in files if f.path in only]
-        report.files = len(scan.files)
         self.progress("scan", len(files), len(files))
         analysed_again = self._analyse_index()
 
         conn = self.db.connect()
-        known = {
-            row[0]: (row[1], row[2], row[3], row[4])
-            for row in conn.execute("SELECT path, id, mtime_ns, size, content_hash FROM notes")
-        }
+        known = self._known(conn, only)
         on_disk = {f.path for f in scan.files}
-        gone = [p for p in known if p not in on_disk and (only is None or p in only)]
+        gone = [p for p in known if p not in on_disk]
+        if only is None:
+            report.files = len(scan.files)
+        else:  # the notes the vault holds after this run: those indexed, give or take these
+            (indexed,) = conn.execute("SELECT COUNT(*) FROM notes").fetchone()
+            report.files = indexed + len(on_disk - known.keys()) - len(gone)
         gone_by_hash: dict[str, list[str]] = {}
         for path in gone:
             gone_by_hash.setdefault(known[path][3], []).append(path)
@@ -181,7 +184,9 @@ class Indexer:
             if relink_all:
                 report.links_resolved = self._resolve_links(None)
             elif self._written_ids:
-                report.links_resolved = self._resolve_links(self._written_ids)
+                report.links_resolved = self._resolve_links(
+                    self._written_ids, self._resolved_before
+                )
 
         # The text index is complete and usable now, before the (long) embedding starts: a
         # run killed while embedding leaves an index that answers with the vectors it has.
@@ -192,6 +197,22 @@ class Indexer:
                 self._mark_indexed(changed=True)
         report.elapsed_ms = (time.perf_counter() - started) * 1000
         return report
+
+    @staticmethod
+    def _known(
+        conn: sqlite3.Connection, only: set[str] | None
+    ) -> dict[str, tuple[int, int, int, str]]:
+        """{path: (id, mtime_ns, size, content hash)} of the indexed notes (of `only`)."""
+        sql = "SELECT path, id, mtime_ns, size, content_hash FROM notes"
+        if only is None:
+            return {row[0]: row[1:] for row in conn.execute(sql)}
+        wanted = sorted(only)
+        known = {}
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i : i + 500]
+            rows = conn.execute(f"{sql} WHERE path IN ({','.join('?' * len(chunk))})", chunk)
+            known.update({row[0]: row[1:] for row in rows})
+        return known
 
     def _mark_indexed(self, *, changed: bool) -> None:
         """Record when the index was last brought up to date, and a new generation (the
@@ -348,6 +369,14 @@ class Indexer:
             " frontmatter = ?, problems = ?, indexed_at = ?, language = ? WHERE id = ?",
             (*values, item.note_id),
         )
+        if not item.renamed:  # its path is the same: a link it keeps leads where it did
+            self._resolved_before.update(
+                ((item.note_id, target, kind), target_id)
+                for target, kind, target_id in conn.execute(
+                    "SELECT target, kind, target_id FROM links WHERE source_id = ?",
+                    (item.note_id,),
+                )
+            )
         for table in ("links", "tags", "aliases"):
             column = "source_id" if table == "links" else "note_id"
             conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (item.note_id,))
@@ -366,10 +395,18 @@ class Indexer:
 
     # --- links ---------------------------------------------------------------------------
 
-    def _resolve_links(self, source_ids: set[int] | None) -> int:
-        """Resolve link targets the way Obsidian does; `None` means every link."""
+    def _resolve_links(
+        self,
+        source_ids: set[int] | None,
+        resolved_before: dict[tuple[int, str, str], int | None] | None = None,
+    ) -> int:
+        """Resolve link targets the way Obsidian does; `None` means every link.
+
+        `resolved_before` holds where the notes' links led before they were rewritten; with
+        the set of note names unchanged (or every link is resolved again), a link a note
+        keeps leads where it did, so a saved note whose links stayed the same needs no
+        resolver (which reads every note's name: seconds at 100k notes)."""
         conn = self.db.connect()
-        resolver = LinkResolver.from_db(conn)
         if source_ids is None:
             rows = conn.execute(
                 "SELECT l.id, l.target, l.kind, n.path, l.target_id, n.id"
@@ -388,9 +425,16 @@ class Indexer:
                         chunk,
                     ).fetchall()
                 )
+        before = resolved_before if source_ids is not None and resolved_before else {}
+        resolver: LinkResolver | None = None
         updates = []
         for link_id, target, kind, source_path, current, source_id in rows:
-            resolved = resolver.resolve(target, kind, source_path, source_id)
+            key = (source_id, target, kind)
+            if key in before:
+                resolved = before[key]
+            else:
+                resolver = resolver or LinkResolver.from_db(conn)
+                resolved = resolver.resolve(target, kind, source_path, source_id)
             if resolved != current:
                 updates.append((resolved, link_id))
         with self.db.transaction() as wconn:
@@ -518,10 +562,10 @@ class LinkResolver:
         for note_id, path in notes:
             self.by_path[path] = note_id
             self.by_path_lower.setdefault(path.lower(), note_id)
-            stem = PurePosixPath(path).stem.lower()
-            self.by_stem.setdefault(stem, []).append((note_id, path))
+            self.by_stem.setdefault(path_stem(path).lower(), []).append((note_id, path))
         for candidates in self.by_stem.values():
-            candidates.sort(key=lambda c: (c[1].count("/"), len(c[1]), c[1]))
+            if len(candidates) > 1:
+                candidates.sort(key=lambda c: (c[1].count("/"), len(c[1]), c[1]))
         self.by_alias: dict[str, int] = {}
         for note_id, alias in sorted(aliases):
             self.by_alias.setdefault(alias.lower(), note_id)
@@ -566,6 +610,14 @@ class LinkResolver:
                         return note_id
             return candidates[0][0]
         return self.by_alias.get(lower)
+
+
+def path_stem(path: str) -> str:
+    """PurePosixPath(path).stem for the index's clean relative paths, minus its cost (a
+    resolver is built from every note's path, and pathlib takes seconds at 100k notes)."""
+    name = path.rpartition("/")[2]
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
 
 
 def _parent(path: str) -> str:

@@ -8,11 +8,19 @@ live here, next to the SQL.
 
 from __future__ import annotations
 
+import re
 import sqlite3
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+# unicode61's token characters in the ASCII range: letters and digits; every other ASCII
+# character separates tokens, and only ASCII letters change case. Text outside ASCII (its
+# categories, folding and diacritics) is left to FTS5 itself.
+_ASCII_TOKEN = re.compile(r"[A-Za-z0-9]+")
+STEM_CACHE_SIZE = 100_000
 
 
 @dataclass(frozen=True)
@@ -42,11 +50,46 @@ def quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
+class StemCache:
+    """The porter stem of each ASCII word FTS5 has stemmed in this process (the tokenizer
+    is SQLite's, the same for every connection): a query whose words are all known is
+    analysed without SQL. Bounded: emptied when full, so a long-lived server stays small."""
+
+    def __init__(self, size: int = STEM_CACHE_SIZE) -> None:
+        self.size = size
+        self._stems: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def stems(self, text: str, analyse: Callable[[str], list[str]]) -> list[str] | None:
+        """The index terms of ASCII `text`, asking `analyse` (FTS5) once for the words not
+        known yet; None for text outside ASCII, which only FTS5 tokenizes."""
+        if not text.isascii():
+            return None
+        words = [w.lower() for w in _ASCII_TOKEN.findall(text)]
+        known = self._stems
+        stems = {w: known.get(w) for w in words}  # a snapshot: another thread may clear it
+        missing = [w for w, stem in stems.items() if stem is None]
+        if missing:
+            found = analyse(" ".join(missing))
+            if len(found) != len(missing):  # not one term per word: FTS5 decides
+                return None
+            stems.update(zip(missing, found, strict=True))
+            with self._lock:
+                if len(known) + len(missing) > self.size:
+                    known.clear()
+                known.update(zip(missing, found, strict=True))
+        return [stems[w] for w in words]  # type: ignore[misc]
+
+
+STEMS = StemCache()
+
+
 class FtsTerms:
     """Tokenizes text exactly as the index does, through a temporary in-memory FTS5 table
     with the same tokenizer, read back with fts5vocab; and counts the rows of `fts_table`
-    holding a term. Per connection; costs ~50 µs. Uncached: `search.query.QueryTokenizer`
-    keeps the counts.
+    holding a term. Per connection; costs ~50 µs. ASCII words FTS5 has stemmed before come
+    from `STEMS` without SQL. Doc freqs are uncached: `search.query.QueryTokenizer` keeps
+    the counts.
 
     `fts_table` names the FTS5 table whose document frequencies guide the query (the
     memory store passes `memories_fts`); it must use the same tokenizer."""
@@ -70,6 +113,11 @@ class FtsTerms:
 
     def stems(self, text: str) -> list[str]:
         """Index terms of `text` in order (one per token)."""
+        found = STEMS.stems(text, self.analyse)
+        return found if found is not None else self.analyse(text)
+
+    def analyse(self, text: str) -> list[str]:
+        """Index terms of `text` in order, as FTS5 itself makes them."""
         self.conn.execute("DELETE FROM temp.vx_qtok")
         self.conn.execute("INSERT INTO temp.vx_qtok(x) VALUES (?)", (text,))
         rows = self.conn.execute("SELECT term, offset FROM temp.vx_qtok_v ORDER BY offset")

@@ -8,6 +8,8 @@ changed after an index run holds at once.
 from __future__ import annotations
 
 import os
+import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +88,40 @@ def printable(path: str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
+# What the scan does with one entry of a folder it walks (`entry_action`).
+SKIP, FOLDER, NOTE, BAD_NAME = "skip", "folder", "note", "bad name"
+
+
+def entry_action(
+    spec: pathspec.PathSpec | None,
+    rel: str,
+    name: str,
+    *,
+    is_symlink: bool,
+    is_dir: bool,
+    is_file: bool,
+) -> str:
+    """The vault's rules for one entry `rel` (named `name`), as its folder's listing or
+    `lstat` gives it: every symlink, hidden entry and ignored path is skipped; a name that
+    is not UTF-8 is reported (`BAD_NAME`) when it would be a folder or a note; otherwise a
+    folder is walked into and a Markdown file is a note. One home for these rules: the full
+    scan and the scan of named paths both ask it."""
+    if is_symlink or _skipped(spec, rel, name, is_dir):
+        return SKIP
+    if not is_utf8(name):  # SQLite cannot store the name: say so instead of failing
+        return BAD_NAME if is_dir or is_note_path(name) else SKIP
+    if is_dir:
+        return FOLDER
+    return NOTE if is_file and is_note_path(name) else SKIP
+
+
+_BAD_NAME = "file name is not valid UTF-8; rename it"
+
+
+def _cannot_list(exc: OSError) -> str:
+    return f"cannot list directory: {exc.strerror}"
+
+
 def scan_vault(root: Path) -> ScanResult:
     """Walk the vault for Markdown notes.
 
@@ -104,27 +140,25 @@ def scan_vault(root: Path) -> ScanResult:
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
-            problems.append((rel_dir or ".", f"cannot list directory: {exc.strerror}"))
+            problems.append((rel_dir or ".", _cannot_list(exc)))
             continue
         for entry in entries:
             name = entry.name
             rel = f"{rel_dir}/{name}" if rel_dir else name
             try:
-                if entry.is_symlink():
-                    continue
-                is_dir = entry.is_dir(follow_symlinks=False)
-                is_file = entry.is_file(follow_symlinks=False)
+                is_symlink = entry.is_symlink()
+                is_dir = not is_symlink and entry.is_dir(follow_symlinks=False)
+                is_file = not is_symlink and entry.is_file(follow_symlinks=False)
             except OSError:
                 continue
-            if _skipped(spec, rel, name, is_dir):
-                continue
-            if not is_utf8(name):  # SQLite cannot store the name: say so instead of failing
-                if is_dir or is_note_path(name):
-                    problems.append((printable(rel), "file name is not valid UTF-8; rename it"))
-                continue
-            if is_dir:
+            action = entry_action(
+                spec, rel, name, is_symlink=is_symlink, is_dir=is_dir, is_file=is_file
+            )
+            if action == BAD_NAME:
+                problems.append((printable(rel), _BAD_NAME))
+            elif action == FOLDER:
                 stack.append((Path(entry.path), rel))
-            elif is_file and is_note_path(name):
+            elif action == NOTE:
                 try:
                     st = entry.stat(follow_symlinks=False)
                 except OSError as exc:
@@ -133,3 +167,49 @@ def scan_vault(root: Path) -> ScanResult:
                 files.append(VaultFile(rel, Path(entry.path), st.st_mtime_ns, st.st_size))
     files.sort(key=lambda f: f.path)
     return ScanResult(files, problems)
+
+
+def scan_paths(root: Path, paths: Iterable[str]) -> ScanResult:
+    """What `scan_vault` finds at the vault-relative `paths` only, without walking the rest:
+    each folder on the way and the file itself pass `entry_action` as the walk would see
+    them (by `lstat`, so a symlink anywhere on the way is skipped), and each folder must be
+    listable, as the walk lists it. A path it would not reach is simply not in the result."""
+    root = root.resolve()
+    spec = load_ignore_spec(root)
+    files: dict[str, VaultFile] = {}
+    problems: dict[tuple[str, str], None] = {}
+    for path in paths:
+        parts = path.split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            continue  # never a path the walk gives
+        current, rel = root, ""
+        for depth, name in enumerate(parts):
+            try:
+                with os.scandir(current):  # the walk lists every folder it enters
+                    pass
+            except OSError as exc:
+                problems[(rel or ".", _cannot_list(exc))] = None
+                break
+            rel = f"{rel}/{name}" if rel else name
+            current = current / name
+            try:
+                st = os.lstat(current)
+            except (OSError, ValueError):  # gone, never there, or no name a file can have
+                break
+            action = entry_action(
+                spec,
+                rel,
+                name,
+                is_symlink=stat.S_ISLNK(st.st_mode),
+                is_dir=stat.S_ISDIR(st.st_mode),
+                is_file=stat.S_ISREG(st.st_mode),
+            )
+            last = depth == len(parts) - 1
+            if action == BAD_NAME:
+                problems[(printable(rel), _BAD_NAME)] = None
+            if action == FOLDER and not last:
+                continue
+            if action == NOTE and last:
+                files[rel] = VaultFile(rel, current, st.st_mtime_ns, st.st_size)
+            break
+    return ScanResult(sorted(files.values(), key=lambda f: f.path), list(problems))
