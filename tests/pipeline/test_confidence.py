@@ -40,7 +40,6 @@ def lexical_ws(example_vault: Path, tmp_path: Path, monkeypatch) -> Iterator[Wor
 EVIDENCE = st.builds(
     Evidence,
     cosine=st.floats(-1, 1),
-    lift=st.floats(-5, 20),
     coverage=st.floats(0, 1),
     agreement=st.sampled_from([0.0, 1.0]),
 )
@@ -53,7 +52,7 @@ def test_no_candidate_is_surer_than_the_answer(found: list[Evidence]) -> None:
     assert all(e.confidence() <= answer + 1e-12 for e in found)
 
 
-@given(EVIDENCE, st.sampled_from(["cosine", "lift", "coverage", "agreement"]), st.floats(0, 1))
+@given(EVIDENCE, st.sampled_from(["cosine", "coverage", "agreement"]), st.floats(0, 1))
 def test_more_evidence_never_lowers_the_confidence(base: Evidence, name: str, more: float) -> None:
     raised = Evidence(**{**base.__dict__, name: getattr(base, name) + more})
     assert raised.confidence() >= base.confidence()
@@ -133,7 +132,7 @@ def test_with_the_model_nonsense_is_no_good_match_and_a_real_question_is_not(
     assert not real.no_good_match
     assert nonsense.no_good_match and unrelated.no_good_match
     assert real.confidence > max(nonsense.confidence, unrelated.confidence)
-    assert set(real.diagnostics["evidence"]) == {"cosine", "lift", "coverage", "agreement"}
+    assert set(real.diagnostics["evidence"]) == {"cosine", "coverage", "agreement"}
 
 
 # --- privacy --------------------------------------------------------------------------------

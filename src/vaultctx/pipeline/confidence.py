@@ -6,23 +6,27 @@ is. Confidence is read from absolute evidence instead, for each candidate:
 
 - `cosine`: its block's cosine with the query's embedding (the query as typed, not the one
   feedback moved towards the lexical hits);
-- `lift`: how far that cosine stands above the query's cosines over the vault, in standard
-  deviations (a short, generic query is close to every block, so closeness alone says less);
 - `coverage`: the share of the query's terms, weighted by their idf, that the candidate's
   title, heading and text hold (a word the index lacks is a term missed);
 - `agreement`: 1 when lexical and vector search both ranked the block, else 0.
 
 The answer's evidence is the best of each over its candidates, so no candidate is surer than
-the answer. A logistic over the evidence turns it into a probability that the question is
-one the vault answers. Its constants were fitted by `benchmarks/confidence_eval.py` on every
+the answer. A logistic over the evidence turns it into the probability that the question is
+one the vault answers (answerable and unanswerable questions weighing the same). Its
+constants and its threshold were fitted by `benchmarks/confidence_eval.py` on every
 question set available (answerable: the sets of `tests/questions`, Cranfield and SciFact
 queries of their corpora; unanswerable: generated nonsense, and one corpus's questions asked
-of another) with each set weighing the same; that script prints the fit and the per-set
+of another) with each set weighing the same; the threshold is the one that does best by
+the set it does worst for (the share of an answerable set kept, of an unanswerable one
+called "no good match"). That
+script prints the fit, a fit on half the sets judged on the other half, and the per-set
 rates. Without a query vector (vectors off, not indexed, the model failed) the lexical
-model, fitted on coverage alone on the same data, answers.
+model, fitted on coverage alone on the same data, answers. (The cosine's distance from the
+query's mean cosine over the vault, in standard deviations, was tried as a fourth input: it
+took a weight below zero, adding nothing the cosine does not say.)
 
-Everything is read through the reader's view: the candidates and the vault's cosines are of
-the notes the reader may see. The idf of a term comes from the full-text index's counts, as
+Everything is read through the reader's view: the candidates are of the notes the reader
+may see. The idf of a term comes from the full-text index's counts, as
 bm25's do (`permissions.view`); a word the index lacks counts as rare as a word in one block,
 so a hidden note holding it makes it no less missed.
 """
@@ -30,7 +34,8 @@ so a hidden note holding it makes it no less missed.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,42 +44,51 @@ import numpy as np
 from ..search.vectors import dot_rows
 from ..storage.language import analyse
 from .models import Candidate
-from .note_ranking import SPREAD_SAMPLE
 
 if TYPE_CHECKING:
     from ..search.vectors import VectorMatrix
     from ..storage.index_reads import IndexReads
     from ..storage.lexical import LexicalQuery
-    from .retrievers import Run
 
-# Logistic weights (intercept first) fitted by benchmarks/confidence_eval.py over all sets.
-HYBRID_MODEL = (-14.2, 13.9, 0.42, 4.1, 0.6)  # intercept, cosine, lift, coverage, agreement
-LEXICAL_MODEL = (-3.0, 5.0)  # intercept, coverage
-# Below this the answer is "no good match" (also fitted: see the benchmark).
-NO_GOOD_MATCH_BELOW = 0.5
-EVIDENCE = ("cosine", "lift", "coverage", "agreement")
+
+@dataclass(frozen=True)
+class Model:
+    """A fitted logistic: intercept and one weight per input, and the confidence below which
+    an answer is no good match."""
+
+    weights: tuple[float, ...]
+    no_good_match_below: float
+
+
+# Fitted by benchmarks/confidence_eval.py over every set (see the module's docstring).
+HYBRID_MODEL = Model((-7.302, 8.201, 5.673, 2.261), 0.545)  # cosine, coverage, agreement
+LEXICAL_MODEL = Model((-3.440, 10.424), 0.515)  # coverage
+EVIDENCE = ("cosine", "coverage", "agreement")
+_WORD = re.compile(r"[^\W_]+")  # a word as the index's tokenizer cuts text (unicode61)
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """What one candidate, or the answer, rests on; `cosine` and `lift` are None without a
-    query vector."""
+    """What one candidate, or the answer, rests on; `cosine` is None without a query vector."""
 
     cosine: float | None
-    lift: float | None
     coverage: float
     agreement: float
 
+    @property
+    def model(self) -> Model:
+        return LEXICAL_MODEL if self.cosine is None else HYBRID_MODEL
+
     def confidence(self) -> float:
-        if self.cosine is None or self.lift is None:
+        if self.cosine is None:
             return _logistic(LEXICAL_MODEL, (self.coverage,))
-        return _logistic(HYBRID_MODEL, (self.cosine, self.lift, self.coverage, self.agreement))
+        return _logistic(HYBRID_MODEL, (self.cosine, self.coverage, self.agreement))
 
     def as_dict(self) -> dict[str, float | None]:
         return {
             name: None if value is None else round(value, 4)
             for name, value in zip(
-                EVIDENCE, (self.cosine, self.lift, self.coverage, self.agreement), strict=True
+                EVIDENCE, (self.cosine, self.coverage, self.agreement), strict=True
             )
         }
 
@@ -88,8 +102,9 @@ class Verdict:
     evidence: Evidence
 
 
-def _logistic(model: Sequence[float], x: Sequence[float]) -> float:
-    z = model[0] + sum(w * v for w, v in zip(model[1:], x, strict=True))
+def _logistic(model: Model, x: Sequence[float]) -> float:
+    intercept, *weights = model.weights
+    z = intercept + sum(w * v for w, v in zip(weights, x, strict=True))
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
@@ -100,48 +115,37 @@ def assess(
     lexical: LexicalQuery | None,
     doc_freqs: Mapping[str, int],
     store_size: int,
-    vector: Run,
     matrix: VectorMatrix | None,
     query_vector: np.ndarray | None,
-    allowed: Collection[int] | None,
-    hidden: Collection[int],
 ) -> tuple[list[Candidate], Verdict]:
     """Each candidate with its confidence, and the answer's verdict."""
     terms = _query_terms(lexical, doc_freqs, store_size)
     cosines = _block_cosines(candidates, matrix, query_vector)
-    center, spread = (
-        _distribution(vector, matrix, query_vector, allowed, hidden)
-        if cosines is not None
-        else (0.0, 0.0)
-    )
     languages = lexical.languages if lexical is not None else ("en",)
-    found: list[Evidence] = []
-    for candidate in candidates:
-        cosine = None if cosines is None else cosines.get(candidate.id)
-        found.append(
-            Evidence(
-                cosine=cosine,
-                lift=None if cosine is None else _lift(cosine, center, spread),
-                coverage=_coverage(reads, candidate, terms, languages),
-                agreement=float({"lexical", "vector"} <= candidate.sources.keys()),
-            )
+    coverages = _coverages(reads, candidates, terms, languages)
+    found = [
+        Evidence(
+            cosine=None if cosines is None else cosines.get(candidate.id),
+            coverage=coverage,
+            agreement=float({"lexical", "vector"} <= candidate.sources.keys()),
         )
+        for candidate, coverage in zip(candidates, coverages, strict=True)
+    ]
     answer = _best(found, hybrid=cosines is not None)
     confidence = answer.confidence()
     annotated = [
         c.model_copy(update={"confidence": round(e.confidence(), 4)})
         for c, e in zip(candidates, found, strict=True)
     ]
-    return annotated, Verdict(round(confidence, 4), confidence < NO_GOOD_MATCH_BELOW, answer)
+    below = answer.model.no_good_match_below
+    return annotated, Verdict(round(confidence, 4), confidence < below, answer)
 
 
 def _best(found: Sequence[Evidence], *, hybrid: bool) -> Evidence:
     """The best of each piece of evidence over the candidates (none: no evidence at all)."""
     cosines = [e.cosine for e in found if e.cosine is not None]
-    lifts = [e.lift for e in found if e.lift is not None]
     return Evidence(
         cosine=max(cosines, default=0.0) if hybrid else None,
-        lift=max(lifts, default=0.0) if hybrid else None,
         coverage=max((e.coverage for e in found), default=0.0),
         agreement=max((e.agreement for e in found), default=0.0),
     )
@@ -166,18 +170,32 @@ def _query_terms(
     return terms
 
 
-def _coverage(
-    reads: IndexReads, candidate: Candidate, terms: Mapping[str, float], languages: Sequence[str]
-) -> float:
-    """The idf-weighted share of the query's terms that the candidate's text holds."""
+def _coverages(
+    reads: IndexReads,
+    candidates: Sequence[Candidate],
+    terms: Mapping[str, float],
+    languages: Sequence[str],
+) -> list[float]:
+    """The idf-weighted share of the query's terms each candidate's title, heading and text
+    hold. Each distinct word of the candidates is tokenized once, in one call per language
+    (a call writes a temporary table: one per candidate, or the whole texts, cost a select
+    tens of milliseconds at k=100)."""
     total = sum(terms.values())
-    if total <= 0:
-        return 0.0
-    text = " ".join((candidate.title, candidate.heading_path, candidate.text))
-    held: set[str] = set()
+    if total <= 0 or not candidates:
+        return [0.0] * len(candidates)
+    words = [set(_WORD.findall(f"{c.title} {c.heading_path} {c.text}")) for c in candidates]
+    vocabulary = sorted(set().union(*words))
+    held: list[set[str]] = [set() for _ in candidates]
     for language in languages:
-        held.update(reads.stems(analyse(text, language) or ""))
-    return sum(w for t, w in terms.items() if t in held) / total
+        analysed = [analyse(word, language) or "" for word in vocabulary]
+        stems = reads.stems(" ".join(analysed))
+        if len(stems) != len(vocabulary):  # a word analysed or cut into several: one by one
+            stems = [" ".join(reads.stems(text)) for text in analysed]
+        stem_of = dict(zip(vocabulary, stems, strict=True))
+        for found, mine in zip(held, words, strict=True):
+            for word in mine:
+                found.update(stem_of[word].split())
+    return [sum(w for t, w in terms.items() if t in found) / total for found in held]
 
 
 def _block_cosines(
@@ -195,36 +213,3 @@ def _block_cosines(
         f"block:{int(b)}": float(s)
         for b, s in zip(matrix.block_ids[rows].tolist(), sims.tolist(), strict=True)
     }
-
-
-def _distribution(
-    vector: Run,
-    matrix: VectorMatrix | None,
-    query_vector: np.ndarray | None,
-    allowed: Collection[int] | None,
-    hidden: Collection[int],
-) -> tuple[float, float]:
-    """Mean and standard deviation of the query's cosines over the blocks the reader may
-    see (within the filters): the first pass's scores when it scored every row, else a
-    strided sample of the matrix."""
-    scores = vector.scores
-    if (scores is None or vector.rows is not None) and matrix is not None and matrix.size:
-        sample = np.arange(0, matrix.size, max(1, matrix.size // SPREAD_SAMPLE))
-        scores = matrix.scores(
-            query_vector,
-            None if allowed is None else np.fromiter(sorted(allowed), np.int64, len(allowed)),
-            rows=sample,
-            hidden_notes=np.fromiter(sorted(hidden), np.int64, len(hidden)) if hidden else None,
-        )
-    if scores is None:
-        return 0.0, 0.0
-    step = max(1, scores.size // SPREAD_SAMPLE)
-    sample = scores[::step]
-    sample = sample[np.isfinite(sample)]
-    if sample.size < 2:
-        return 0.0, 0.0
-    return float(sample.mean()), float(sample.std())
-
-
-def _lift(cosine: float, center: float, spread: float) -> float:
-    return (cosine - center) / spread if spread > 0 else 0.0

@@ -252,11 +252,8 @@ class Selector:
             lexical=found.lexical_query,
             doc_freqs=self._df_cache(search.generation),
             store_size=search.store_size,
-            vector=found.runs["vector"],
             matrix=found.matrix,
             query_vector=found.query_vector,
-            allowed=search.allowed,
-            hidden=search.hidden,
         )
         diagnostics = diagnostics_of(search, found, plugins, use_vectors, started)
         diagnostics["evidence"] = verdict.evidence.as_dict()
