@@ -185,17 +185,26 @@ def _coverages(
         return [0.0] * len(candidates)
     words = [set(_WORD.findall(f"{c.title} {c.heading_path} {c.text}")) for c in candidates]
     vocabulary = sorted(set().union(*words))
-    held: list[set[str]] = [set() for _ in candidates]
+    spelled: dict[str, set[str]] = {t: set() for t in terms}  # each term's words as written
     for language in languages:
-        analysed = [analyse(word, language) or "" for word in vocabulary]
+        joined = " ".join(vocabulary)
+        # A language the index does not stem (English: the index's porter stems it) leaves
+        # the words as they are: one call says so for all of them.
+        if analyse(joined, language) == joined:
+            analysed = vocabulary
+        else:
+            analysed = [analyse(word, language) or "" for word in vocabulary]
         stems = reads.stems(" ".join(analysed))
         if len(stems) != len(vocabulary):  # a word analysed or cut into several: one by one
             stems = [" ".join(reads.stems(text)) for text in analysed]
-        stem_of = dict(zip(vocabulary, stems, strict=True))
-        for found, mine in zip(held, words, strict=True):
-            for word in mine:
-                found.update(stem_of[word].split())
-    return [sum(w for t, w in terms.items() if t in found) / total for found in held]
+        for word, stem in zip(vocabulary, stems, strict=True):
+            for term in stem.split():
+                if term in spelled:
+                    spelled[term].add(word)
+    return [
+        sum(w for t, w in terms.items() if not spelled[t].isdisjoint(mine)) / total
+        for mine in words
+    ]
 
 
 def _block_cosines(
