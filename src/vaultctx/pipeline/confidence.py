@@ -26,9 +26,9 @@ query's mean cosine over the vault, in standard deviations, was tried as a fourt
 took a weight below zero, adding nothing the cosine does not say.)
 
 Everything is read through the reader's view: the candidates are of the notes the reader
-may see. The idf of a term comes from the full-text index's counts, as
-bm25's do (`permissions.view`); a word the index lacks counts as rare as a word in one block,
-so a hidden note holding it makes it no less missed.
+may see, and a term's idf counts the blocks of those notes only (the selector's document
+frequencies are kept per view); a word no visible block holds counts as rare as a word in one
+block, so a note the reader may not see never makes a query word count less as missed.
 """
 
 from __future__ import annotations

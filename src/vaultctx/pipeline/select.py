@@ -250,7 +250,7 @@ class Selector:
             search.reads,
             candidates,
             lexical=found.lexical_query,
-            doc_freqs=self._df_cache(search.generation),
+            doc_freqs=self._df_cache(search.reads),
             store_size=search.store_size,
             matrix=found.matrix,
             query_vector=found.query_vector,
