@@ -268,7 +268,10 @@ def _add_tools(server: MCPServer, ws: Workspace, *, use_vectors: bool) -> None:
     ) -> dict[str, Any]:
         """Rank the vault's passages for `query` (full-text, embeddings and the link graph,
         fused). `path` keeps one folder or glob ('Journal/2025-*'); `tags` keeps notes
-        carrying all of these tags. Returns candidates with path, heading, text and score."""
+        carrying all of these tags. Returns candidates with path, heading, text, score and
+        confidence; `no_good_match` true (and `verdict` "no good match; closest: ...") means
+        the vault holds nothing that answers the query well: the candidates are only the
+        closest, not an answer."""
         selection = ws.select(
             query,
             k=max(1, min(k, 100)),

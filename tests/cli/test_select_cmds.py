@@ -24,9 +24,13 @@ def test_cli_select_json_contract(vault):
     result = runner.invoke(cli, ["select", "queen hives", "-V", str(vault), "--json", "-k", "3"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert set(data) == {"query", "candidates", "diagnostics"}
+    assert set(data) == {
+        "query", "confidence", "no_good_match", "verdict", "candidates", "diagnostics"
+    }  # fmt: skip
     candidate = data["candidates"][0]
-    assert {"id", "kind", "path", "heading", "text", "score", "sources"} <= set(candidate)
+    assert {"id", "kind", "path", "heading", "text", "score", "sources", "confidence"} <= set(
+        candidate
+    )
     assert candidate["kind"] == "block"
     assert {"rank", "score"} == set(next(iter(candidate["sources"].values())))
     for key in ("select_ms", "lexical_ms", "lexical_hits", "store_size", "retrieval_path"):

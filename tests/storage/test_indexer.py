@@ -869,3 +869,25 @@ def test_index_without_embeddings_then_with_them(make_vault, embedder):
         "SELECT count(*) FROM blocks b JOIN embeddings e ON e.hash = b.embed_hash",
     )[0][0]
     assert status.vectors == with_vectors == status.blocks
+
+
+def test_a_heading_that_is_code_is_searched_by_its_words(make_vault):
+    vault = make_vault({"CLI.md": "# CLI\n\n## Commands\n\n### `ob publish`\n\nSends the site.\n"})
+    index(vault)
+    assert query(db_file(vault), "SELECT heading_path FROM blocks WHERE level = 3") == [
+        ("CLI > Commands > ob publish",)
+    ]
+    assert search(vault, "heading_path : publish") == {"CLI.md"}
+
+
+def test_an_index_whose_code_headings_were_lost_parses_its_notes_again(make_vault):
+    vault = make_vault({"CLI.md": "# CLI\n\n### `ob publish`\n\nSends the site.\n"})
+    index(vault)
+    conn = sqlite3.connect(db_file(vault))
+    with conn:  # the index as the parser without code in headings wrote it
+        conn.execute("UPDATE blocks SET heading = '', heading_path = 'CLI > ' WHERE level = 3")
+        pretend_schema(conn, 9)
+    conn.close()
+    report = index(vault)
+    assert report.updated == 1
+    assert query(db_file(vault), "SELECT heading FROM blocks WHERE level = 3") == [("ob publish",)]

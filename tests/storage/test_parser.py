@@ -250,6 +250,20 @@ def test_heading_text_is_cleaned_of_closing_hashes_links_and_block_ids():
     assert [b.heading for b in note.blocks] == ["Treatment", "See OA"]
 
 
+def test_a_heading_that_is_code_keeps_its_words():
+    note = parse("# Commands\n### `ob publish`\nx\n### Run `ob sync` now\ny\n### Use `a`\nz\n")
+    assert [b.heading_path for b in note.blocks[1:]] == [
+        ("Commands", "ob publish"),
+        ("Commands", "Run ob sync now"),
+        ("Commands", "Use a"),
+    ]
+
+
+def test_a_link_inside_a_headings_code_stays_as_written():
+    note = parse("## See [[Oxalic Acid|OA]] and `[[x]]`\ny\n")
+    assert note.blocks[0].heading == "See OA and [[x]]"
+
+
 def test_a_hash_line_inside_a_code_fence_is_not_a_heading():
     note = parse("# Real\n```bash\n# a shell comment\necho hi\n```\n")
     assert [b.heading_path for b in note.blocks] == [("Real",)]

@@ -99,6 +99,21 @@ def test_links_and_tags_never_come_from_code(before, inside, fence, after, inlin
 
 @SETTINGS
 @given(
+    level=st.integers(1, 6),
+    before=st.lists(WORD, max_size=2),
+    code=st.lists(WORD, min_size=1, max_size=3),
+    after=st.lists(WORD, max_size=2),
+    ticks=st.sampled_from(["`", "``"]),
+)
+def test_a_headings_code_spans_are_part_of_its_text(level, before, code, after, ticks):
+    span = ticks + " ".join(code) + ticks
+    heading = " ".join([*before, span, *after])
+    note = parse_note(f"{'#' * level} {heading}\nbody\n", "Title")
+    assert note.blocks[0].heading == " ".join([*before, *code, *after])
+
+
+@SETTINGS
+@given(
     sections=st.lists(
         st.tuples(
             st.integers(0, 4),  # heading level, 0 = no heading

@@ -149,7 +149,8 @@ export class PanelController {
 			if (touched) this.touched = note.path;
 			this.deps.notifier.clear();
 			const entries = groupByNote(outcome.value.candidates, note.path, this.deps.options().k);
-			this.render({ kind: "results", note: note.basename, entries, ms: outcome.ms });
+			const noGoodMatch = outcome.value.no_good_match === true;
+			this.render({ kind: "results", note: note.basename, entries, ms: outcome.ms, noGoodMatch });
 			return;
 		}
 		const problem = asProblem(outcome.error, "related notes");

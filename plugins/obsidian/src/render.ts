@@ -23,7 +23,7 @@ export interface RelatedEntry {
 export type PanelState =
 	| { kind: "idle"; message?: string }
 	| { kind: "loading"; note: string }
-	| { kind: "results"; note: string; entries: RelatedEntry[]; ms?: number }
+	| { kind: "results"; note: string; entries: RelatedEntry[]; ms?: number; noGoodMatch?: boolean }
 	| { kind: "problem"; message: string; action?: "start" | "retry" };
 
 export interface PanelHandlers {
@@ -161,12 +161,31 @@ function el<K extends keyof HTMLElementTagNameMap>(
 	return child;
 }
 
+/** What the panel and the search modal say above results that answer nothing well. */
+export const NO_GOOD_MATCH = "No good match; closest:";
+
+/** The notice above the closest passages when the server says nothing matches well. */
+export function renderNoGoodMatch(parent: HTMLElement): HTMLElement {
+	const notice = el(parent, "div", "vaultctx-no-match", NO_GOOD_MATCH);
+	notice.title = "Nothing in the vault answers this well: these passages are only the closest ones.";
+	return notice;
+}
+
+/** A confidence as a percentage ("–" when the server gave none). */
+export function formatConfidence(confidence: number | undefined): string {
+	return typeof confidence === "number" && Number.isFinite(confidence) ? `${Math.round(confidence * 100)}%` : "–";
+}
+
 /** One passage: title and score, heading path, snippet and badges (panel and search modal). */
 export function renderCandidate(parent: HTMLElement, candidate: Candidate, title?: string): void {
 	const top = el(parent, "div", "vaultctx-result-top");
 	el(top, "span", "vaultctx-result-title", title ?? titleOf(candidate));
 	const score = el(top, "span", "vaultctx-score", formatScore(candidate.score));
 	score.title = "note score: 1 is the best possible match, more when linked with the open note";
+	if (candidate.confidence !== undefined) {
+		const sure = el(top, "span", "vaultctx-confidence", formatConfidence(candidate.confidence));
+		sure.title = "confidence that this passage answers the question";
+	}
 	const trail = headingTrail(candidate);
 	if (trail.length) el(parent, "div", "vaultctx-result-heading", trail.join(" › "));
 	const text = snippet(candidate.text);
@@ -216,6 +235,7 @@ export function renderPanel(root: HTMLElement, state: PanelState, handlers: Pane
 		el(root, "div", "vaultctx-empty", "Nothing else in the vault relates to this note yet.");
 		return;
 	}
+	if (state.noGoodMatch) renderNoGoodMatch(root);
 	const list = el(root, "ol", "vaultctx-results");
 	for (const entry of state.entries) {
 		const item = el(list, "li", "vaultctx-result");

@@ -7,7 +7,7 @@ import type { VaultctxClient } from "./client";
 import { LatestOnly } from "./latest";
 import type { Notifier } from "./notify";
 import { asProblem } from "./problems";
-import { renderCandidate } from "./render";
+import { renderCandidate, renderNoGoodMatch } from "./render";
 import type { Candidate, Selection } from "./types";
 
 export const SEARCH_DEBOUNCE_MS = 120;
@@ -22,6 +22,8 @@ export interface SearchHost {
 
 export class SearchModal extends SuggestModal<Candidate> {
 	readonly latest: LatestOnly<string, Selection>;
+	/** The first of the shown passages when the server said no good match (else null). */
+	private closest: Candidate | null = null;
 
 	constructor(
 		app: App,
@@ -62,11 +64,14 @@ export class SearchModal extends SuggestModal<Candidate> {
 		}
 		this.host.notifier.clear();
 		this.emptyStateText = "No passage matches.";
-		return outcome.value.candidates.filter((candidate) => candidate.kind !== "memory");
+		const passages = outcome.value.candidates.filter((candidate) => candidate.kind !== "memory");
+		this.closest = outcome.value.no_good_match === true ? (passages[0] ?? null) : null;
+		return passages;
 	}
 
 	renderSuggestion(candidate: Candidate, el: HTMLElement): void {
 		el.classList.add("vaultctx-suggestion");
+		if (candidate === this.closest) renderNoGoodMatch(el);
 		renderCandidate(el, candidate);
 	}
 

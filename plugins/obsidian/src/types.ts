@@ -21,12 +21,18 @@ export interface Candidate {
 	end_line?: number | null;
 	tokens?: number;
 	sources: Partial<Record<Retriever, SourceRank>>;
+	/** How likely this passage answers the query, in [0, 1] (absolute, not a share of the best). */
+	confidence?: number;
 }
 
 export interface Selection {
 	query: string;
 	candidates: Candidate[];
 	diagnostics: Record<string, unknown>;
+	/** The answer's confidence in [0, 1]; `no_good_match`: the candidates are only the closest. */
+	confidence?: number;
+	no_good_match?: boolean;
+	verdict?: string;
 }
 
 /** One item of a SessionContext (`/context`). */

@@ -249,6 +249,9 @@ def render_selection(selection: Selection, *, title: str, empty: str) -> None:
     if not selection.candidates:
         console.print(escape(empty), soft_wrap=True)
     else:
+        if selection.no_good_match:
+            console.print(f"[bold yellow]{escape(selection.verdict())}[/]", soft_wrap=True)
+        title = f"{title} · confidence {selection.confidence:.2f}"
         table = Table(title=escape(title), title_justify="left", expand=console.is_terminal)
         notes = [candidate.path or candidate.kind for candidate in selection.candidates]
         # As wide as the longest run a path cannot break at (a space or after a '/'), up

@@ -42,11 +42,14 @@ class Candidate(BaseModel):
     end_line: int | None = None
     tokens: int = 0
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # How likely this candidate answers the query, from absolute evidence (`confidence.py`).
+    confidence: float = 0.0
 
     def contract(self) -> dict[str, Any]:
         """The stable JSON shape documented in DESIGN.md (plus a few extra fields)."""
         return {
             **item_contract(self),
+            "confidence": self.confidence,
             **({"metadata": self.metadata} if self.metadata else {}),
         }
 
@@ -92,6 +95,10 @@ class Selection(BaseModel):
     candidates: list[Candidate]
     diagnostics: dict[str, Any]
     explain: dict[str, Any] | None = None
+    # How likely the answer holds what was asked (its best candidate's evidence), and
+    # whether that falls short: the candidates are then the closest, not an answer.
+    confidence: float = 0.0
+    no_good_match: bool = True
 
     def notes(self) -> list[NoteHit]:
         """Candidates rolled up to their notes, in order of each note's best candidate."""
@@ -111,9 +118,21 @@ class Selection(BaseModel):
                 hit.candidates.append(candidate.id)
         return list(by_path.values())
 
+    def verdict(self) -> str:
+        """The answer in one line, as every door says it: a match, or only the closest."""
+        if not self.candidates:
+            return "no good match; nothing found"
+        closest = ", ".join(dict.fromkeys(c.path or c.title or c.kind for c in self.candidates[:3]))
+        if self.no_good_match:
+            return f"no good match; closest: {closest}"
+        return f"match (confidence {self.confidence:.2f}): {closest}"
+
     def contract(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "query": self.query,
+            "confidence": self.confidence,
+            "no_good_match": self.no_good_match,
+            "verdict": self.verdict(),
             "candidates": [c.contract() for c in self.candidates],
             "diagnostics": self.diagnostics,
         }

@@ -27,6 +27,7 @@ from ..search.vectors import VectorMatrix, VectorStore
 from ..storage.language import query_languages, vault_languages
 from ..storage.lexical import LexicalQuery
 from .candidates import BLOCK_LISTS, build_candidates
+from .confidence import assess
 from .diagnostics import diagnostics_of, explanation
 from .filters import allowed_notes
 from .graphwalk import LinkGraphStore, passage_links
@@ -245,7 +246,17 @@ class Selector:
             matrix=found.matrix,
             query_vector=found.query_vector,
         )
+        candidates, verdict = assess(
+            search.reads,
+            candidates,
+            lexical=found.lexical_query,
+            doc_freqs=self._df_cache(search.reads),
+            store_size=search.store_size,
+            matrix=found.matrix,
+            query_vector=found.query_vector,
+        )
         diagnostics = diagnostics_of(search, found, plugins, use_vectors, started)
+        diagnostics["evidence"] = verdict.evidence.as_dict()
         explained = None
         if explain:
             explained = explanation(search, found, pointers, weights, self.ws.config.weight_graph)
@@ -253,7 +264,12 @@ class Selector:
                 c.id: {name: s.rank for name, s in c.sources.items()} for c in candidates
             }
         return Selection(
-            query=search.text, candidates=candidates, diagnostics=diagnostics, explain=explained
+            query=search.text,
+            candidates=candidates,
+            diagnostics=diagnostics,
+            explain=explained,
+            confidence=verdict.confidence,
+            no_good_match=verdict.no_good_match,
         )
 
     def _search(

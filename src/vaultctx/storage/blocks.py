@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .links import link_label
-from .markdown import FENCE_OPEN, HEADING, WIKI_LINK
+from .markdown import FENCE_OPEN, HEADING, as_read
 
 _BLOCK_REF = re.compile(r"(?:^|\s)\^([A-Za-z0-9\-]+)[ \t]*$", re.MULTILINE)
 TOKEN = re.compile(r"\w+|[^\w\s]")  # one token of estimate_tokens: a word or a mark
@@ -70,7 +70,10 @@ def split_blocks(body: str, masked: str, first_line: int, chunk_tokens: int) -> 
         if not m or not line.lstrip().startswith("#"):
             continue
         heading_level = len(m.group(1))
-        heading_text = _clean_heading(line[m.start(2) : m.end(2)] if m.group(2) else "")
+        # The masked line says it is a heading (its '#' is no code); the line as written
+        # says what it reads, code spans included.
+        written = HEADING.match(line)
+        heading_text = _clean_heading(written.group(2) or "" if written else "")
         while stack and stack[-1][0] >= heading_level:
             stack.pop()
         stack.append((heading_level, heading_text, estimate_tokens(heading_text)))
@@ -126,8 +129,7 @@ def _hash_line_starts(text: str) -> Iterator[int]:
 
 
 def _clean_heading(text: str) -> str:
-    text = _BLOCK_REF.sub("", text).strip()
-    return WIKI_LINK.sub(lambda m: link_label(m.group(1)), text)
+    return as_read(_BLOCK_REF.sub("", text).strip(), link_label)
 
 
 def _chunk_section(lines: list[str], section: str, limit: int) -> list[tuple[str, int, int, int]]:

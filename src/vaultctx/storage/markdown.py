@@ -7,6 +7,7 @@ keeps every offset and line number of the original text valid.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -37,6 +38,16 @@ def mask_code(text: str) -> str:
     if "`" in masked:
         masked = _LINK_OR_CODE.sub(lambda m: m.group(0) if m["link"] else blank(m.group(0)), masked)
     return masked
+
+
+def as_read(text: str, link: Callable[[str], str]) -> str:
+    """A line as it reads: each wiki link as `link` of its inner text, each inline code span
+    as its words (`` `ob publish` `` is `ob publish`, a link inside code stays as written)."""
+    if "[[" not in text and "`" not in text:
+        return text
+    return _LINK_OR_CODE.sub(
+        lambda m: link(m.group(2)) if m["link"] else m.group(0).strip("`").strip(), text
+    )
 
 
 def blank(s: str) -> str:

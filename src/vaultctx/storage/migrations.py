@@ -180,6 +180,18 @@ def m008_note_languages() -> str:
     """
 
 
+def m010_code_in_headings() -> str:
+    """A heading's inline code is its text (`` ### `ob publish` `` reads `ob publish`, not
+    nothing; `### Run `sync`` is not cut to `Run`): the notes with an empty heading or with
+    inline code anywhere (where code in headings comes from) are parsed again on the next
+    run; the vectors of blocks whose heading did not change are kept."""
+    return """
+        UPDATE notes SET size = -1, content_hash = ''
+        WHERE id IN (SELECT note_id FROM blocks WHERE (level > 0 AND heading = '')
+                                                   OR instr(text, '`') > 0);
+    """
+
+
 # Meta key of an index published to a database whose changes since that publish are all in
 # the `unpublished_*` tables (set by each publish and by a restore from the database).
 CHANGES_LOGGED = "changes_logged"
@@ -230,6 +242,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m007_links_with_code_or_extension_names,
     m008_note_languages,
     m009_unpublished_changes,
+    m010_code_in_headings,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -130,6 +130,33 @@ describe("search as you type", () => {
 	});
 });
 
+describe("search with no good match", () => {
+	it("says no good match above the closest passage instead of presenting it as the answer", async () => {
+		await load();
+		serveFake(vault, {
+			"POST /select": (_, body) =>
+				response(200, {
+					...selection(body.query, [candidate("Far.md"), candidate("Farther.md")]),
+					confidence: 0.02,
+					no_good_match: true,
+				}),
+		});
+		stub().runCommand("search");
+		const modal = Modal.opened[Modal.opened.length - 1] as SearchModal & SuggestModal<Candidate>;
+		await modal.type("zorblat quexil");
+		expect(modal.shown.map((c) => c.path)).toEqual(["Far.md", "Farther.md"]);
+		const notices = [...modal.resultContainerEl.querySelectorAll(".vaultctx-no-match")];
+		expect(notices.map((n) => n.textContent)).toEqual(["No good match; closest:"]);
+		expect(notices[0].closest(".suggestion-item")!.textContent).toContain("Far");
+
+		serveFake(vault, {
+			"POST /select": (_, body) => response(200, { ...selection(body.query, [candidate("Hit.md")]), no_good_match: false }),
+		});
+		await modal.type("varroa mites"); // a real answer: no such notice
+		expect(modal.resultContainerEl.querySelector(".vaultctx-no-match")).toBeNull();
+	});
+});
+
 describe("copy context", () => {
 	it("copies the selection's context as Markdown with links, and says how much", async () => {
 		await load();

@@ -172,3 +172,22 @@ describe("the panel", () => {
 		expect(el.querySelector(".vaultctx-result-title")!.textContent).toBe("<img src=x onerror=alert(1)>");
 	});
 });
+
+describe("an answer with no good match", () => {
+	it("says so above the closest notes, each with its confidence", () => {
+		const el = root();
+		const entries = groupByNote([candidate("Far.md", { confidence: 0.04 }), candidate("Farther.md", { confidence: 0.01 })], null, 5);
+		renderPanel(el, { kind: "results", note: "Open", entries, noGoodMatch: true }, { open: vi.fn() });
+		expect(el.querySelector(".vaultctx-no-match")!.textContent).toBe("No good match; closest:");
+		expect(texts(el, ".vaultctx-result-title")).toEqual(["Far", "Farther"]);
+		expect(texts(el, ".vaultctx-confidence")).toEqual(["4%", "1%"]);
+	});
+
+	it("is not claimed of a good match", () => {
+		const el = root();
+		const entries = groupByNote([candidate("Near.md", { confidence: 0.93 })], null, 5);
+		renderPanel(el, { kind: "results", note: "Open", entries, noGoodMatch: false }, { open: vi.fn() });
+		expect(el.querySelector(".vaultctx-no-match")).toBeNull();
+		expect(texts(el, ".vaultctx-confidence")).toEqual(["93%"]);
+	});
+});
