@@ -15,6 +15,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,9 +30,11 @@ from ..storage.lexical import LexicalQuery
 from .candidates import BLOCK_LISTS, build_candidates
 from .diagnostics import diagnostics_of, explanation
 from .filters import allowed_notes
+from .focus import Focus, current_focus, focus_diagnostics
 from .graphwalk import LinkGraphStore, passage_links
 from .models import Filters, Selection
 from .note_ranking import (
+    FOCUS_RELEVANCE,
     LEXICAL_DEPTH,
     NOTE_DEPTH,
     VECTOR_SHARE_OTHER_LANGUAGE,
@@ -54,6 +57,8 @@ from .retrievers import (
     feedback,
     graph_run,
     lexical_run,
+    near_hits,
+    on_topic,
     timed,
     vector_run,
     within_view,
@@ -227,6 +232,7 @@ class Selector:
         plugins = list(self.retrievers)  # those attached as this select starts
         search = self._search(query, k, filters, retrievers, open_note, languages)
         found = self._retrieve(search, use_vectors, query_vector)
+        self._focus_on_topic(search, found)
         owners = dict(found.runs["lexical"].owners)
         if found.matrix is not None:
             owners.update(block_owners(found.matrix, found.runs["vector"].hits))
@@ -245,6 +251,9 @@ class Selector:
             query_vector=found.query_vector,
         )
         diagnostics = diagnostics_of(search, found, plugins, use_vectors, started)
+        focus = focus_diagnostics(search.reads, found.context, ranked, k)
+        if focus is not None:
+            diagnostics["focus"] = focus
         explained = None
         if explain:
             explained = explanation(search, found, pointers, weights, self.ws.config.weight_graph)
@@ -319,6 +328,20 @@ class Selector:
             matrix = self.vectors.get(search.shared, search.shared_key, model)
         return Retrieved(runs, context, lexical_query, query_vector, matrix, vectors_indexed)
 
+    def _focus_on_topic(self, search: Search, found: Retrieved) -> None:
+        """The context weighed again by how well each of its notes matches the question
+        (`on_topic`), and the notes near it found again from those weights."""
+        if not found.context or not search.on("graph"):
+            return
+        weighed = on_topic(found.context, found.runs["vector"], search.open_note, FOCUS_RELEVANCE)
+        if weighed == found.context:
+            return
+        graph = self.graph.get(search.shared, search.shared_key)
+        hits = near_hits(graph, weighed, hidden=search.hidden, allowed=search.allowed)
+        found.context.clear()
+        found.context.update(weighed)
+        found.runs["graph"] = replace(found.runs["graph"], hits=hits)
+
     def _start_vector_search(
         self, search: Search, model: str, out_vector: list[np.ndarray | None]
     ) -> Future[Run] | None:
@@ -376,6 +399,7 @@ class Selector:
             hidden=search.hidden,
             allowed=search.allowed,
             open_note=search.open_note,
+            half_life_hours=self.ws.config.focus_half_life_hours,
         )
 
     def _finish_vector_search(
@@ -432,6 +456,21 @@ class Selector:
         fused, traded = _follow_pointers(reads, fused, runs, owners, k)
         nearness = {hit.key: hit.score for hit in runs["graph"].hits}
         return lift(fused, nearness, self.ws.config.weight_graph), traded
+
+    # --- focus ---------------------------------------------------------------------------
+
+    def focus(self) -> Focus:
+        """See `Workspace.focus`."""
+        reads = self.scope.view()
+        shared, key = self._shared_view(reads)
+        size = self.graph.get(shared, key).size
+        return current_focus(reads, size, self.ws.config.focus_half_life_hours)
+
+    def clear_focus(self) -> Focus:
+        """See `Workspace.clear_focus`."""
+        cleared = self.scope.view().clear_accesses()
+        focus = self.focus()
+        return focus.model_copy(update={"cleared": cleared})
 
     # --- related notes -------------------------------------------------------------------
 
