@@ -322,7 +322,9 @@ class Workspace:
     ) -> Selection:
         """The best blocks (and other candidates) of the notes that best answer `query`:
         FTS5 and vectors in parallel, weighed per note, notes linked to what was `touch`ed
-        lifted. Deterministic; spends no tokens.
+        lifted (diagnostics `focus` names them), notes dated in a time the query names
+        ("last week", "in March 2025") preferred and those words not searched (diagnostics
+        `time_window`). Deterministic; spends no tokens.
 
         `use_vectors=False` never loads the embedding model. `retrievers` runs only the
         named ones (`lexical`, `vector`, `graph`, `memory`); `max_per_note` caps blocks per

@@ -217,6 +217,13 @@ def render_selection(selection: Selection) -> None:
         )
         + f" · {d['store_size']} blocks[/]"
     )
+    window = d.get("time_window")
+    if window:
+        console.print(
+            f"[dim]time: {escape(', '.join(window['words']))} → {window['from'][:10]}"
+            f" up to {window['until'][:10]} · {window['notes']} notes dated in it"
+            f" ({window['as']}) · searched: {escape(window['searched'])}[/]"
+        )
     focus = d.get("focus")
     if focus:
         notes = ", ".join(f"{n['path']} ({n['weight']:g})" for n in focus["notes"])

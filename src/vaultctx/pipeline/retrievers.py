@@ -44,6 +44,7 @@ from .note_ranking import (
 if TYPE_CHECKING:
     from ..permissions.view import IndexView
     from ..storage.index_reads import IndexReads
+    from .timewindow import TimeWindow
 
 # The vector run's error when the index failed to give it vectors (not the model: `embed`).
 VECTOR_READ_ERROR = "vectors"
@@ -112,6 +113,8 @@ class Search:
     open_note: int | None  # the note asked about (`related`)
     shared: IndexReads  # the widest view, that the shared vectors and link graph load from
     shared_key: str | None  # what those are cached by
+    window: TimeWindow | None = None  # the time the question names (its words not searched)
+    in_window: frozenset[int] = frozenset()  # the notes dated in it
 
     def on(self, name: str) -> bool:
         return self.enabled is None or name in self.enabled

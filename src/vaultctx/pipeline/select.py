@@ -27,6 +27,7 @@ from ..search.query import QueryTokenizer, key_terms
 from ..search.vectors import VectorMatrix, VectorStore
 from ..storage.language import query_languages, vault_languages
 from ..storage.lexical import LexicalQuery
+from . import timewindow
 from .candidates import BLOCK_LISTS, build_candidates
 from .diagnostics import diagnostics_of, explanation
 from .filters import allowed_notes
@@ -238,6 +239,8 @@ class Selector:
             owners.update(block_owners(found.matrix, found.runs["vector"].hits))
         weights = self.weights(search.languages)
         ranked, pointers = self._rank_notes(search.reads, found.runs, owners, k, weights)
+        if search.in_window and timewindow.TIME_MODE == "boost":
+            ranked = timewindow.prefer_dated(ranked, search.in_window, timewindow.TIME_BOOST)
         candidates = build_candidates(
             search.reads,
             ranked,
@@ -254,14 +257,22 @@ class Selector:
         focus = focus_diagnostics(search.reads, found.context, ranked, k)
         if focus is not None:
             diagnostics["focus"] = focus
+        if search.window is not None:
+            diagnostics["time_window"] = {
+                **search.window.diagnostics(),
+                "searched": search.text,
+                "notes": len(search.in_window),
+                "as": timewindow.TIME_MODE if search.in_window else "unused",
+            }
         explained = None
         if explain:
             explained = explanation(search, found, pointers, weights, self.ws.config.weight_graph)
             explained["ranks"] = {
                 c.id: {name: s.rank for name, s in c.sources.items()} for c in candidates
             }
+        asked = search.text if search.window is None else " ".join(query.split())[:MAX_QUERY_CHARS]
         return Selection(
-            query=search.text, candidates=candidates, diagnostics=diagnostics, explain=explained
+            query=asked, candidates=candidates, diagnostics=diagnostics, explain=explained
         )
 
     def _search(
@@ -291,9 +302,19 @@ class Selector:
         hidden = unreadable if open_note is None else unreadable | {open_note}
         allowed = allowed_notes(reads, filters) - hidden if filters.restricts_notes else None
         enabled = set(retrievers) if retrievers is not None else None
+        window, inside = None, frozenset[int]()
+        if open_note is None and timewindow.TIME_MODE != "off":  # a question, not a note
+            window = timewindow.find_window(text, languages)
+        if window is not None:
+            inside = frozenset(timewindow.notes_in_window(reads, window)) - hidden
+        if inside:  # a window no note is dated in says nothing: its words stay searched
+            assert window is not None
+            text = window.text or text
+            if timewindow.TIME_MODE == "filter":
+                allowed = set(inside) if allowed is None else allowed & inside
         return Search(
             text, reads, generation, store_size, filters, unreadable, hidden, allowed,
-            languages, enabled, open_note, shared, shared_key,
+            languages, enabled, open_note, shared, shared_key, window, inside,
         )  # fmt: skip
 
     def _retrieve(
