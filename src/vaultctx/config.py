@@ -121,6 +121,12 @@ class Config(BaseModel):
         ge=0,
         description="how far notes linked to what you have open are lifted (share of their score)",
     )
+    focus_half_life_hours: float = Field(
+        24.0,
+        gt=0,
+        description="hours until a note you opened or touched counts half as much in select's"
+        " focus (`vaultctx focus` shows it, `vaultctx focus --clear` forgets it)",
+    )
     weight_memory: float = Field(0.7, ge=0, description="fusion weight of memories")
     memory_half_life_days_conversation: float = Field(
         1.0, gt=0, description="days until a conversation memory's recency halves"

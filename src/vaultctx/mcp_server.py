@@ -2,8 +2,8 @@
 
 Built on the official MCP Python SDK (`MCPServer`). No tool here changes a note: the search
 tools only read the vault and its index and say so with `readOnlyHint`; `touch` records in
-the index which note the user has open. Tools that change notes belong to the agent, behind
-its PermissionGuard, and are not exposed here.
+the index which note the user has open, and `clear_focus` forgets it. Tools that change
+notes belong to the agent, behind its PermissionGuard, and are not exposed here.
 
 The SDK's stdio transport drops a line it cannot read as one JSON-RPC message (broken JSON,
 a batch, a lone surrogate, a huge integer, deep nesting) without an answer, and the client
@@ -310,6 +310,22 @@ def _add_tools(server: MCPServer, ws: Workspace, *, use_vectors: bool) -> None:
         or alias), e.g. the note open in the editor. Later selects favour the notes it links
         to when a question could mean several; the most recent touch counts most."""
         return {"path": ws.touch(note), "touched": True}
+
+    @server.tool(title="Show what select leans towards", annotations=READ_ONLY)
+    @tool_errors
+    def focus() -> dict[str, Any]:
+        """The notes later selects lean towards — opened or touched (`touch`), and edited
+        lately — each with its weight now: 1 for the note opened just now, halving every
+        `half_life_hours`. Answers name these notes in their diagnostics (`focus`)."""
+        return ws.focus().contract()
+
+    @server.tool(title="Forget which notes are open", annotations=RECORDS_CONTEXT)
+    @tool_errors
+    def clear_focus() -> dict[str, Any]:
+        """Forget every note opened or touched, e.g. when the user moves to another task:
+        later selects rank by what the question matches alone. Returns the focus left
+        (notes edited lately) and how many notes were forgotten (`cleared`)."""
+        return ws.clear_focus().contract()
 
     @server.tool(title="Search memories", annotations=READ_ONLY)
     @tool_errors

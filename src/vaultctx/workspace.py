@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .memory import AgentMemoryFacade, Memory, MemoryKind, Tier
     from .pipeline import Filters, Selection, Selector
     from .pipeline.context import SessionContext
+    from .pipeline.focus import Focus
     from .pipeline.refine import Refiner
     from .pipeline.retrievers import Retriever
     from .search.query import STOP_WORDS
@@ -323,7 +324,9 @@ class Workspace:
     ) -> Selection:
         """The best blocks (and other candidates) of the notes that best answer `query`:
         FTS5 and vectors in parallel, weighed per note, notes linked to what was `touch`ed
-        lifted. Deterministic; spends no tokens.
+        lifted (diagnostics `focus` names them), notes dated in a time the query names
+        ("last week", "in March 2025") preferred and those words not searched (diagnostics
+        `time_window`). Deterministic; spends no tokens.
 
         `use_vectors=False` never loads the embedding model. `retrievers` runs only the
         named ones (`lexical`, `vector`, `graph`, `memory`); `max_per_note` caps blocks per
@@ -466,6 +469,20 @@ class Workspace:
         path, note_id = self._find(note)
         self._view().record_access(note_id, time.time(), kind)
         return path
+
+    def focus(self) -> Focus:
+        """The notes the next selects lean towards — opened or touched, and edited lately —
+        each with its weight now (1: opened just now; halves every config
+        `focus_half_life_hours`), of those the reader may see."""
+        self._vault.require_index()
+        return self._selector.focus()
+
+    def clear_focus(self) -> Focus:
+        """Forget every note opened or touched (of those the reader may see): the next
+        selects rank as if nothing were open. Notes edited lately still count, at half
+        weight, until they fade. Returns the focus left, and how many notes were forgotten."""
+        self._vault.require_index()
+        return self._selector.clear_focus()
 
     # --- refine --------------------------------------------------------------------------
 

@@ -67,6 +67,39 @@ def test_cli_open_records_an_access_that_seeds_the_graph(vault):
     assert [c["path"] for c in context] == ["Work/Draft.md"]
 
 
+def test_cli_focus_shows_the_open_note_and_clear_forgets_it(vault):
+    runner = CliRunner()
+    runner.invoke(cli, ["index", str(vault), "--no-embed"])
+    runner.invoke(cli, ["touch", "Draft", "-V", str(vault)])
+    shown = json.loads(runner.invoke(cli, ["focus", "-V", str(vault), "--json"]).output)
+    opened = [n for n in shown["notes"] if n["how"] == "opened"]
+    assert [n["path"] for n in opened] == ["Work/Draft.md"]
+    assert opened[0]["weight"] >= 1.0  # opened just now (and written just now: edited, too)
+    assert shown["half_life_hours"] == 24.0
+    human = runner.invoke(cli, ["select", "newsletter", "-V", str(vault), "--no-vectors"])
+    assert "focus: Work/Draft.md (" in human.output
+    cleared = runner.invoke(cli, ["focus", "--clear", "-V", str(vault), "--json"])
+    assert cleared.exit_code == 0, cleared.output
+    assert json.loads(cleared.output)["cleared"] == 1
+    assert json.loads(cleared.output)["notes"] == []  # every note was written at once
+    again = runner.invoke(cli, ["select", "newsletter", "-V", str(vault), "--no-vectors", "--json"])
+    assert "focus" not in json.loads(again.output)["diagnostics"]
+
+
+def test_cli_touch_clear_is_focus_clear_and_takes_no_note(vault):
+    runner = CliRunner()
+    runner.invoke(cli, ["index", str(vault), "--no-embed"])
+    runner.invoke(cli, ["touch", "Draft", "-V", str(vault)])
+    result = runner.invoke(cli, ["touch", "--clear", "-V", str(vault)])
+    assert result.exit_code == 0, result.output
+    assert "forgot 1 opened note" in result.output
+    both = runner.invoke(cli, ["touch", "Draft", "--clear", "-V", str(vault)])
+    neither = runner.invoke(cli, ["touch", "-V", str(vault)])
+    for wrong in (both, neither):
+        assert wrong.exit_code != 0
+        assert "--clear without one" in wrong.output and "Traceback" not in wrong.output
+
+
 DATE_BOUNDS = [
     (("--since", "0001-01-01"), True),
     (("--until", "9999-12-31T23:59:59"), True),

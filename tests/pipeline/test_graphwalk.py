@@ -83,7 +83,7 @@ def test_an_old_touch_weighs_less_than_a_new_one(twins):
             "INSERT INTO accesses(note_id, at, kind) VALUES (?, ?, 'touch')",
             (ids["Sync/Introduction.md"], now - 60),
         )
-    seeds = context_seeds(twins._vault.reads, note_count=5, now=now)
+    seeds = context_seeds(twins._vault.reads, note_count=5, half_life_hours=24.0, now=now)
     new, old = seeds[ids["Sync/Introduction.md"]], seeds[ids["Publish/Introduction.md"]]
     assert new == pytest.approx(1.0, abs=1e-3)
     assert old == pytest.approx(0.25 * 0.5**3, rel=1e-3)  # second in order, three days old
@@ -148,6 +148,6 @@ def test_recent_edits_are_context_unless_many_changed_at_once(notes, data):
     changed at once (a sync, an import): the count of them is bounded, the decision is not."""
     recent = data.draw(st.integers(0, notes))
     now = time.time()
-    seeds = context_seeds(EditedNotes(notes, recent, now), note_count=notes, now=now)
+    seeds = context_seeds(EditedNotes(notes, recent, now), notes, half_life_hours=24.0, now=now)
     many_at_once = recent > MAX_EDIT_SEEDS and recent > notes * 0.1
     assert len(seeds) == (0 if many_at_once else min(recent, MAX_EDIT_SEEDS))

@@ -52,6 +52,8 @@ def test_health_answers_a_challenge_with_proofs_bound_to_its_token_port_and_vaul
         ("GET", "/status", None),
         ("POST", "/select", {"query": "varroa"}),
         ("POST", "/touch", {"note": "Varroa"}),
+        ("GET", "/focus", None),
+        ("DELETE", "/focus", None),
         ("POST", "/index", {}),
     ],
 )
@@ -195,6 +197,20 @@ def test_status_touch_and_index(server: LocalServer) -> None:
     (server.workspace.root / "New.md").write_text("# New\n\nQuokka notes.\n")
     _, _, report = call(server, "POST", "/index", {"paths": ["New.md"]})
     assert report["added"] == 1
+
+
+def test_focus_route_shows_the_open_note_and_delete_forgets_it(server: LocalServer) -> None:
+    call(server, "POST", "/touch", {"note": "Varroa"})
+    status, _, shown = call(server, "GET", "/focus")
+    assert status == 200
+    opened = [n for n in shown["notes"] if n["how"] == "opened"]
+    assert [n["path"] for n in opened] == ["Hives/Varroa.md"]
+    assert opened[0]["weight"] >= 1.0  # opened just now (and written just now: edited, too)
+    status, _, left = call(server, "DELETE", "/focus")
+    assert (status, left["cleared"]) == (200, 1)
+    assert [n for n in left["notes"] if n["how"] == "opened"] == []
+    assert [n for n in call(server, "GET", "/focus")[2]["notes"] if n["how"] == "opened"] == []
+    assert call(server, "POST", "/focus")[0] == 405
 
 
 def test_concurrent_clients_all_succeed_and_agree(server: LocalServer) -> None:

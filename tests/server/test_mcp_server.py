@@ -114,6 +114,31 @@ def test_mcp_touch_is_the_open_note_select_then_favours(make_vault: Callable[...
     assert over_mcp == in_process
 
 
+def test_mcp_focus_shows_the_touched_note_and_clear_focus_forgets_it(
+    make_vault: Callable[..., Path],
+) -> None:
+    vault = make_vault(TWINS)
+    with Workspace.open(vault, {"embed": False}) as ws:
+        ws.index()
+
+    async def steps(client: Client) -> dict:
+        await client.call_tool("touch", {"note": "Publish/Introduction"})
+        shown = await client.call_tool("focus", {})
+        selected = await client.call_tool("select", {"query": "security encryption", "k": 4})
+        cleared = await client.call_tool("clear_focus", {})
+        after = await client.call_tool("focus", {})
+        return {"shown": shown, "select": selected, "cleared": cleared, "after": after}
+
+    result = run_session(vault, steps)
+    opened = [n for n in result["shown"].structured_content["notes"] if n["how"] == "opened"]
+    assert [n["path"] for n in opened] == ["Publish/Introduction.md"]
+    focus = result["select"].structured_content["diagnostics"]["focus"]
+    assert focus["notes"][0]["path"] == "Publish/Introduction.md"
+    assert result["cleared"].structured_content["cleared"] == 1
+    after = result["after"].structured_content["notes"]
+    assert [n for n in after if n["how"] == "opened"] == []
+
+
 @pytest.mark.slow
 def test_mcp_with_vectors_answers_its_first_select_with_the_model(
     make_vault: Callable[..., Path], embedder: object

@@ -220,12 +220,14 @@ WORKSPACE_DOORS: dict[str, Case] = {
     "answering": Named(lambda kit, name: kit.ws.answering("remote_model").read_note(name)),
     "answers_to": NoNote("where this workspace's answers go: a destination's name"),
     "ask": Named(agent_turn, AGENT_PAIRS),
+    "clear_focus": Whole(lambda kit: kit.ws.clear_focus()),
     "close": NoNote("lifecycle: closes the index, stops watchers and flushes memory"),
     "config": NoNote("the vault's settings, read from its config files and overrides"),
     "context": Queried(lambda kit, q: kit.ws.context(q, use_vectors=False)),
     "db": MustNotExist("the index database: every row of every note, whatever the policy"),
     "embedder": NoNote("the embedding model: encodes the text it is handed"),
     "find_note": Named(lambda kit, name: kit.ws.find_note(name)),
+    "focus": Whole(lambda kit: kit.ws.focus()),
     "for_person": Named(lambda kit, name: kit.ws.for_person(Person("reader")).read_note(name)),
     "forget_departed": NoNote("a team's upkeep: erases departed people's memory copies"),
     "gate_request": Queried(lambda kit, q: kit.ws.gate_request(q, use_vectors=False)),
@@ -310,6 +312,7 @@ HTTP_DOORS: dict[str, Case] = {
     ),
     "/memory/add": NoNote("stores the caller's own text as a memory and echoes it back"),
     "/touch": Named(http("POST", "/touch", lambda n: {"note": n})),
+    "/focus": Whole(lambda kit: [http("GET", "/focus")(kit), http("DELETE", "/focus")(kit)]),
     "/index": NoNote("the owner's act of bringing the index up to date (403 for a member)"),
     "/ask": Named(ask_over_http, AGENT_PAIRS),
 }
@@ -322,6 +325,8 @@ MCP_DOORS: dict[str, tuple[str, Callable[[str], dict[str, Any]]]] = {
     "related": ("note", lambda n: {"note": n}),
     "read_note": ("note", lambda n: {"note": n}),
     "touch": ("note", lambda n: {"note": n}),
+    "focus": ("query", lambda q: {}),
+    "clear_focus": ("query", lambda q: {}),
 }
 
 

@@ -13,7 +13,7 @@ import {
 	problems,
 	ServerProblem,
 } from "./problems";
-import type { Health, Selection, ServerStatus, SessionContext } from "./types";
+import type { Focus, Health, Selection, ServerStatus, SessionContext } from "./types";
 
 /** The only host the plugin ever sends a request to. */
 export const HOST = "127.0.0.1";
@@ -86,6 +86,16 @@ export class VaultctxClient {
 		return this.request<SessionContext>("POST", "/context", body);
 	}
 
+	/** The notes later selects lean towards, each with its weight now. */
+	focus(): Promise<Focus> {
+		return this.request<Focus>("GET", "/focus");
+	}
+
+	/** Forget every note recorded as open: later answers rank by the question alone. */
+	clearFocus(): Promise<Focus> {
+		return this.request<Focus>("DELETE", "/focus");
+	}
+
 	status(): Promise<ServerStatus> {
 		return this.request<ServerStatus>("GET", "/status");
 	}
@@ -107,7 +117,7 @@ export class VaultctxClient {
 		return this.connection;
 	}
 
-	async request<T>(method: "GET" | "POST", route: string, body?: unknown): Promise<T> {
+	async request<T>(method: "GET" | "POST" | "DELETE", route: string, body?: unknown): Promise<T> {
 		try {
 			const value = await this.requestOnce<T>(method, route, body);
 			this.options.onLinkState?.("connected");

@@ -13,7 +13,7 @@ import { linkTarget } from "./render";
 import { SearchModal } from "./search";
 import { DEFAULT_SETTINGS, loadSettings, VaultctxSettings, VaultctxSettingTab } from "./settings";
 import { StatusBar } from "./status";
-import type { Candidate } from "./types";
+import type { Candidate, Focus } from "./types";
 
 export default class VaultctxPlugin extends Plugin implements PanelHost {
 	settings: VaultctxSettings = { ...DEFAULT_SETTINGS };
@@ -51,6 +51,11 @@ export default class VaultctxPlugin extends Plugin implements PanelHost {
 				if (!checking) this.stopServer();
 				return true;
 			},
+		});
+		this.addCommand({
+			id: "clear-focus",
+			name: "Forget which notes are open (clear the focus)",
+			callback: () => void this.clearFocus(),
 		});
 		this.addCommand({
 			id: "check-connection",
@@ -140,6 +145,16 @@ export default class VaultctxPlugin extends Plugin implements PanelHost {
 		}
 	}
 
+	/** Forget the notes recorded as open, and say what still counts (notes edited lately). */
+	async clearFocus(): Promise<void> {
+		try {
+			const left = await this.client.clearFocus();
+			this.notifier.info(clearedNotice(left));
+		} catch (error) {
+			this.notifier.report(asProblem(error, "clear the focus"), true);
+		}
+	}
+
 	/** Start `vaultctx serve` for this vault unless a server for it answers already. */
 	async startServer(): Promise<void> {
 		const vaultPath = this.vaultPath;
@@ -205,4 +220,13 @@ export default class VaultctxPlugin extends Plugin implements PanelHost {
 			this.notifier.report(asProblem(error, "status"), true);
 		}
 	}
+}
+
+/** What the user is told once the focus is cleared. */
+export function clearedNotice(left: Focus): string {
+	const forgot = left.cleared ?? 0;
+	const opened = `vaultctx: forgot ${forgot} open note${forgot === 1 ? "" : "s"}`;
+	if (left.notes.length === 0) return `${opened}; answers now rank by the question alone.`;
+	const edited = left.notes.map((n) => n.path).join(", ");
+	return `${opened}; notes edited lately still count a little: ${edited}.`;
 }

@@ -35,6 +35,21 @@ export interface Selection {
 	verdict?: string;
 }
 
+/** One note select leans towards (`/focus`): its weight now, halving every half-life. */
+export interface FocusNote {
+	path: string;
+	weight: number;
+	how: "opened" | "edited";
+	at: string;
+}
+
+/** What later selects lean towards (`GET /focus`), or what is left once cleared (`DELETE`). */
+export interface Focus {
+	notes: FocusNote[];
+	half_life_hours: number;
+	cleared?: number;
+}
+
 /** One item of a SessionContext (`/context`). */
 export interface ContextItem {
 	id: string;

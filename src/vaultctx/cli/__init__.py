@@ -28,6 +28,7 @@ LAZY_COMMANDS = {
     "related": "select_cmds",
     "open": "select_cmds",
     "touch": "select_cmds",
+    "focus": "select_cmds",
     "context": "context_cmds",
     "config": "context_cmds",
     "serve": "serve_cmds",

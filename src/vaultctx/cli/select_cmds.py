@@ -1,4 +1,4 @@
-"""`vaultctx select`, `vaultctx open` and `vaultctx touch`."""
+"""`vaultctx select`, `vaultctx open`, `vaultctx touch` and `vaultctx focus`."""
 
 from __future__ import annotations
 
@@ -289,6 +289,22 @@ def render_selection(selection: Selection, *, title: str, empty: str) -> None:
         )
         + f" · {d['store_size']} blocks[/]"
     )
+    window = d.get("time_window")
+    if window:
+        console.print(
+            f"[dim]time: {escape(', '.join(window['words']))} → {window['from'][:10]}"
+            f" up to {window['until'][:10]} · {window['notes']} notes dated in it"
+            f" ({window['as']}) · searched: {escape(window['searched'])}[/]"
+        )
+    focus = d.get("focus")
+    if focus:
+        notes = ", ".join(f"{n['path']} ({n['weight']:g})" for n in focus["notes"])
+        lifted = ", ".join(f"{n['path']} {n['from']}→{n['to']}" for n in focus["lifted"])
+        console.print(
+            f"[dim]focus: {escape(notes)}"
+            + (f" · lifted {escape(lifted)}" if lifted else " · moved nothing")
+            + " · `vaultctx focus --clear` forgets it[/]"
+        )
     if selection.explain:
         explain = selection.explain
         lexical = explain.get("lexical") or {}
@@ -437,16 +453,59 @@ def open_note(note: str, vault: str, path_only: bool, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("note")
+@click.argument("note", required=False)
 @vault_option
+@click.option("--clear", is_flag=True, help="Forget every note opened or touched instead.")
 @json_option
-def touch(note: str, vault: str, as_json: bool) -> None:
-    """Record that you are working on NOTE: it seeds graph retrieval for later selects."""
+def touch(note: str | None, vault: str, clear: bool, as_json: bool) -> None:
+    """Record that you are working on NOTE: it seeds graph retrieval for later selects.
+
+    With --clear (and no NOTE), forget every note opened or touched: as `vaultctx focus --clear`.
+    """
     from rich.markup import escape
 
+    if clear == (note is not None):
+        raise InvalidQuery("touch takes a NOTE, or --clear without one")
+    if clear:
+        show_focus(vault, clear=True, as_json=as_json)
+        return
+    assert note is not None
     with suggesting_notes(vault, note), open_workspace(vault) as ws:
         path = ws.touch(note)
     if as_json:
         emit_json({"path": path, "touched": True})
     else:
         output.console.print(f"touched {escape(path)}")
+
+
+@cli.command()
+@vault_option
+@click.option("--clear", is_flag=True, help="Forget every note opened or touched.")
+@json_option
+def focus(vault: str, clear: bool, as_json: bool) -> None:
+    """Show the notes later selects lean towards (opened, touched, edited lately), each
+    with its weight now; it halves every `focus_half_life_hours` (config, default 24)."""
+    show_focus(vault, clear=clear, as_json=as_json)
+
+
+def show_focus(vault: str, *, clear: bool, as_json: bool) -> None:
+    from rich.markup import escape
+
+    with open_workspace(vault) as ws:
+        found = ws.clear_focus() if clear else ws.focus()
+    if as_json:
+        emit_json(found.contract())
+        return
+    console = output.console
+    if found.cleared is not None:
+        console.print(f"forgot {found.cleared} opened note{'s' * (found.cleared != 1)}")
+    if not found.notes:
+        console.print("nothing in focus: selects rank by what the question matches alone")
+    for note in found.notes:
+        console.print(
+            f"{note.weight:6.3f}  {escape(note.path)}  [dim]{note.how} {escape(note.at)}[/]"
+        )
+    console.print(
+        f"[dim]weights halve every {found.half_life_hours:g} h"
+        " (config focus_half_life_hours); `vaultctx focus --clear` forgets what was opened[/]"
+    )

@@ -183,6 +183,9 @@ class IndexView:
             raise NoteNotFound("no such note")
         self._reads.record_access(note_id, at, kind)
 
+    def clear_accesses(self, hidden: Collection[int] = ()) -> int:
+        return self._reads.clear_accesses(self.hidden | set(hidden))
+
     # --- notes by name, and what status and the agent's tools show
 
     def find_note(

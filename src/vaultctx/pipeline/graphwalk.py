@@ -8,7 +8,7 @@ strength, its backlinks) and gives every note it reaches a nearness in [0, 1]: s
 matching notes by it.
 
 - The most recent touch weighs 1, each older one ORDER_DECAY of the one after it, and every
-  touch fades with age (ACCESS_HALF_LIFE_S): a note opened long ago says little.
+  touch fades with age (config `focus_half_life_hours`): a note opened long ago says little.
 - A hub — a map of content, a settings page, linked to and from everything — is reached
   from every direction, so what reaches it counts less: a note's nearness is damped by the
   square root of its degree over the vault's typical degree.
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 BACKLINK_FACTOR = 0.5  # a note linking to the open one is related, less than one it links to
 ORDER_DECAY = 0.25
-ACCESS_HALF_LIFE_S = 86400.0
 EDIT_WINDOW_S = 3 * 86400.0
 EDIT_FACTOR = 0.5  # an edit says a little less about the question than opening the note
 MAX_ACCESS_SEEDS = 10
@@ -111,12 +110,32 @@ class LinkGraphStore:
             return self._current
 
 
-def context_seeds(reads: IndexReads, note_count: int, now: float | None = None) -> dict[int, float]:
+def context_seeds(
+    reads: IndexReads, note_count: int, half_life_hours: float, now: float | None = None
+) -> dict[int, float]:
     """What the user is working on, as note id -> weight. Notes opened or touched: the most
     recent weighs 1, each older one ORDER_DECAY times the one after it. Notes edited lately,
     ranked the same way among themselves at EDIT_FACTOR, unless a sync or import changed
-    so many at once that mtimes say nothing. Everything fades with age."""
+    so many at once that mtimes say nothing. Everything halves every `half_life_hours`."""
+    seeds = focus_seeds(reads, note_count, half_life_hours, now)
+    return {note: seed.weight for note, seed in seeds.items()}
+
+
+@dataclass(frozen=True)
+class Seed:
+    """One note of the focus: its weight, when it was last opened or edited, and which."""
+
+    weight: float
+    at: float
+    how: str  # "opened" or "edited"
+
+
+def focus_seeds(
+    reads: IndexReads, note_count: int, half_life_hours: float, now: float | None = None
+) -> dict[int, Seed]:
+    """`context_seeds` with when and how each note came into the focus."""
     now = time.time() if now is None else now
+    half_life_s = half_life_hours * 3600.0
     touched = reads.recent_accesses(MAX_ACCESS_SEEDS)
     cutoff_ns = int((now - EDIT_WINDOW_S) * 1e9)
     too_many = max(MAX_EDIT_SEEDS, int(note_count * 0.1)) + 1  # past both bounds below
@@ -127,12 +146,16 @@ def context_seeds(reads: IndexReads, note_count: int, now: float | None = None) 
             (note, mtime_ns / 1e9)
             for note, mtime_ns in reads.edited_since(cutoff_ns, MAX_EDIT_SEEDS)
         ]
-    seeds: dict[int, float] = {}
-    for events, factor in ((touched, 1.0), (edited, EDIT_FACTOR)):
+    seeds: dict[int, Seed] = {}
+    for events, factor, how in ((touched, 1.0, "opened"), (edited, EDIT_FACTOR, "edited")):
         for order, (note, at) in enumerate(events):
             age = max(now - at, 0.0)
-            weight = factor * ORDER_DECAY**order * 0.5 ** (age / ACCESS_HALF_LIFE_S)
-            seeds[note] = seeds.get(note, 0.0) + weight
+            weight = factor * ORDER_DECAY**order * 0.5 ** (age / half_life_s)
+            known = seeds.get(note)
+            if known is None:
+                seeds[note] = Seed(weight, at, how)
+            else:
+                seeds[note] = Seed(known.weight + weight, max(known.at, at), known.how)
     return seeds
 
 

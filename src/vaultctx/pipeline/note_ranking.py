@@ -117,8 +117,8 @@ BACKLINK_FACTOR = 0.5  (pipeline/graphwalk.py)
     untuned
 ORDER_DECAY = 0.25  (pipeline/graphwalk.py)
     set in the change that took the suite macro 0.7327 → 0.7733; alone untuned
-ACCESS_HALF_LIFE_S = 86400.0  (pipeline/graphwalk.py)
-    as `ORDER_DECAY` (two days → one)
+focus_half_life_hours = 24.0  (config.py)
+    set with `ORDER_DECAY` (two days → one); alone untuned
 EDIT_WINDOW_S = 259200.0  (pipeline/graphwalk.py)
     untuned
 EDIT_FACTOR = 0.5  (pipeline/graphwalk.py)
@@ -127,7 +127,21 @@ MAX_ACCESS_SEEDS = 10  (pipeline/graphwalk.py)
     untuned
 MAX_EDIT_SEEDS = 5  (pipeline/graphwalk.py)
     untuned
-LINK_KIND_WEIGHTS = {"wiki": 1.0, "markdown": 1.0, "embed": 1.5}  (storage/graph.py)
+FOCUS_RELEVANCE = 0.6  (pipeline/note_ranking.py)
+    `focus_eval`, a random unrelated note open against none (mean MRR@10 drop over the 9
+    plain sets) and the context sets' gain (mean): off 0.075 / 0.190, 0.3 0.023 / 0.107,
+    0.6 0.006 / 0.076, 0.8 0.002 / 0.032. No value keeps both: 0.6 gives up most of the drop
+    for the least gain
+KEEP_CLEAR_MATCH = 1  (pipeline/note_ranking.py)
+    the rule "an exact answer is never lifted past"; alone: drop 0.075 → 0.044, gain 0.190
+    → 0.143; with `FOCUS_RELEVANCE` 0.6 (the defaults): drop 0.006 (the most, fr 0.028),
+    gain 0.066 (foam 0.803 → 0.867, tasks 0.693 → 0.761)
+TIME_BOOST = 1.0  (pipeline/timewindow.py)
+    `time_eval` (569 LoCoMo questions over its sessions as daily notes, each naming its
+    session's date), Success@5 / MRR@10: words only 0.930 / 0.797, the window as a boost
+    0.991 / 0.977, as a hard filter 0.982 / 0.973; 1.0 alone untuned. A boost, not a filter:
+    a month without a year or a word like "May" may not mean the notes' time
+"wiki": 1.0, "markdown": 1.0, "embed": 1.5}  (storage/graph.py)
     untuned: embedding a note is a stronger tie than naming it
 COMMON_TERM_SHARE = 0.05  (search/query.py)
     set with `POSTINGS_BUDGET` when dropped common terms cost held-out Recall@100 (0.283
@@ -196,6 +210,10 @@ SPREAD_SAMPLE = 4096  # rows the spread of a query's cosines is estimated from
 # A note a longer note's best passage links to takes its place when its own fused score is at
 # least this share of the longer note's.
 POINTER_SHARE = 0.8
+KEEP_CLEAR_MATCH = 1  # 1: a note first on both lists is never lifted past
+# A context note lifts by none of its weight when its own best cosine with the question is
+# FOCUS_RELEVANCE of the best note's or less, by all of it at the best (`retrievers.on_topic`).
+FOCUS_RELEVANCE = 0.6
 
 
 def note_key(note_id: int) -> str:
@@ -329,23 +347,39 @@ class RankedNote:
     score: float
     sources: dict[str, Provenance]
     lift: float = 0.0  # the context's lift, as a share of the fused score
+    matched: int = 0  # its rank (from 1) before the lift: by what it matches alone
 
 
 def lift(fused: Sequence[Fused], nearness: Mapping[str, float], weight: float) -> list[RankedNote]:
     """Each key's fused score raised by `weight` × its nearness to the context (in [0, 1]),
-    re-sorted; ties keep the fused order."""
-    ranked = [
-        RankedNote(
-            f.key,
-            f.score * (1.0 + weight * nearness.get(f.key, 0.0)),
-            f.sources,
-            weight * nearness.get(f.key, 0.0),
-        )
-        for f in fused
-    ]
+    re-sorted; ties keep the fused order. A best note first on both the lexical and the
+    vector list (a clear match) stays first: no lifted note scores above it."""
+    if not fused:
+        return []
+    ranked = []
+    for rank, f in enumerate(fused, start=1):
+        share = weight * nearness.get(f.key, 0.0)
+        ranked.append(RankedNote(f.key, f.score * (1.0 + share), f.sources, share, rank))
+    if clear_match(fused[0]):
+        cap = ranked[0].score
+        ranked[1:] = [
+            r if r.score <= cap else RankedNote(r.key, cap, r.sources, cap / f.score - 1, r.matched)
+            for r, f in zip(ranked[1:], fused[1:], strict=True)
+        ]
     order = {f.key: i for i, f in enumerate(fused)}
     ranked.sort(key=lambda r: (-r.score, order[r.key]))
     return ranked
+
+
+def clear_match(note: Fused) -> bool:
+    """First on the lexical and the vector note lists alike."""
+    lexical, vector = note.sources.get("lexical"), note.sources.get("vector")
+    return (
+        KEEP_CLEAR_MATCH
+        and lexical is not None
+        and vector is not None
+        and (lexical.rank == 1 and vector.rank == 1)
+    )
 
 
 def block_order(

@@ -44,6 +44,7 @@ from .note_ranking import (
 if TYPE_CHECKING:
     from ..permissions.view import IndexView
     from ..storage.index_reads import IndexReads
+    from .timewindow import TimeWindow
 
 # The vector run's error when the index failed to give it vectors (not the model: `embed`).
 VECTOR_READ_ERROR = "vectors"
@@ -112,6 +113,8 @@ class Search:
     open_note: int | None  # the note asked about (`related`)
     shared: IndexView  # the widest view, that the shared vectors and link graph load from
     shared_key: str | None  # what those are cached by
+    window: TimeWindow | None = None  # the time the question names (its words not searched)
+    in_window: frozenset[int] = frozenset()  # the notes dated in it
 
     def on(self, name: str) -> bool:
         return self.enabled is None or name in self.enabled
@@ -199,23 +202,61 @@ def graph_run(
     hidden: frozenset[int],
     allowed: set[int] | None,
     open_note: int | None,
+    half_life_hours: float,
 ) -> tuple[dict[int, float], Run]:
     """The context (recently opened and edited notes, and the open one, by weight) and the
     notes near it in the link graph, by nearness."""
     t0 = time.perf_counter()
     graph = link_graph()
-    context = context_seeds(reads, graph.size)
+    context = context_seeds(reads, graph.size, half_life_hours)
     context = {n: w for n, w in context.items() if n not in unreadable}
     if open_note is not None:
         context[open_note] = max(context.get(open_note, 0.0), 1.0)
+    hits = near_hits(graph, context, hidden=hidden, allowed=allowed)
+    return context, Run(hits, (time.perf_counter() - t0) * 1000)
+
+
+def near_hits(
+    graph: LinkGraph,
+    context: dict[int, float],
+    *,
+    hidden: frozenset[int],
+    allowed: set[int] | None,
+) -> list[Hit]:
+    """The notes near the context that a select may return, nearest first."""
     near = proximity(graph, context)
     if allowed is not None or hidden:
         near = {
             n: v for n, v in near.items() if n not in hidden and (allowed is None or n in allowed)
         }
     ordered = sorted(near.items(), key=lambda kv: (-kv[1], kv[0]))
-    hits = [Hit(note_key(n), v) for n, v in ordered]
-    return context, Run(hits, (time.perf_counter() - t0) * 1000)
+    return [Hit(note_key(n), v) for n, v in ordered]
+
+
+def on_topic(
+    context: dict[int, float], vector: Run, open_note: int | None, floor: float
+) -> dict[int, float]:
+    """The context, each note's weight scaled by how well the note itself matches the
+    question: its best cosine as a share of the best note's, 0 at `floor` or below, 1 at
+    the best. A note about something else says nothing about what the question means. The
+    note asked about (`related`) keeps its weight; without the vector scan, all do."""
+    if vector.maxima is None or not context or floor <= 0.0:
+        return context
+    note_ids, best = vector.maxima
+    if note_ids.size == 0:
+        return context
+    top = float(np.max(best))
+    if top <= 0.0:
+        return context
+    ids = np.fromiter(context, dtype=np.int64, count=len(context))
+    idx = np.clip(np.searchsorted(note_ids, ids), 0, note_ids.size - 1)
+    found = note_ids[idx] == ids
+    out = {}
+    for note, i, known in zip(ids.tolist(), idx.tolist(), found.tolist(), strict=True):
+        share = max(float(best[i]), 0.0) / top if known else 0.0
+        gate = min(1.0, max(0.0, (share - floor) / (1.0 - floor)))
+        out[note] = context[note] if note == open_note else context[note] * gate
+    return out
 
 
 def vector_run(

@@ -15,6 +15,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -26,13 +27,16 @@ from ..search.query import QueryTokenizer, key_terms
 from ..search.vectors import VectorMatrix, VectorStore
 from ..storage.language import query_languages, vault_languages
 from ..storage.lexical import LexicalQuery
+from . import timewindow
 from .candidates import BLOCK_LISTS, build_candidates
 from .confidence import assess
 from .diagnostics import diagnostics_of, explanation
 from .filters import allowed_notes
+from .focus import Focus, current_focus, focus_diagnostics
 from .graphwalk import LinkGraphStore, passage_links
 from .models import Filters, Selection
 from .note_ranking import (
+    FOCUS_RELEVANCE,
     LEXICAL_DEPTH,
     NOTE_DEPTH,
     VECTOR_SHARE_OTHER_LANGUAGE,
@@ -55,6 +59,8 @@ from .retrievers import (
     feedback,
     graph_run,
     lexical_run,
+    near_hits,
+    on_topic,
     timed,
     vector_run,
     within_view,
@@ -229,11 +235,14 @@ class Selector:
         plugins = list(self.retrievers)  # those attached as this select starts
         search = self._search(query, k, filters, retrievers, open_note, languages)
         found = self._retrieve(search, use_vectors, query_vector)
+        self._focus_on_topic(search, found)
         owners = dict(found.runs["lexical"].owners)
         if found.matrix is not None:
             owners.update(block_owners(found.matrix, found.runs["vector"].hits))
         weights = self.weights(search.languages)
         ranked, pointers = self._rank_notes(search.reads, found.runs, owners, k, weights)
+        if search.in_window and timewindow.TIME_MODE == "boost":
+            ranked = timewindow.prefer_dated(ranked, search.in_window, timewindow.TIME_BOOST)
         candidates = build_candidates(
             search.reads,
             ranked,
@@ -257,14 +266,25 @@ class Selector:
         )
         diagnostics = diagnostics_of(search, found, plugins, use_vectors, started)
         diagnostics["evidence"] = verdict.evidence.as_dict()
+        focus = focus_diagnostics(search.reads, found.context, ranked, k)
+        if focus is not None:
+            diagnostics["focus"] = focus
+        if search.window is not None:
+            diagnostics["time_window"] = {
+                **search.window.diagnostics(),
+                "searched": search.text,
+                "notes": len(search.in_window),
+                "as": timewindow.TIME_MODE if search.in_window else "unused",
+            }
         explained = None
         if explain:
             explained = explanation(search, found, pointers, weights, self.ws.config.weight_graph)
             explained["ranks"] = {
                 c.id: {name: s.rank for name, s in c.sources.items()} for c in candidates
             }
+        asked = search.text if search.window is None else " ".join(query.split())[:MAX_QUERY_CHARS]
         return Selection(
-            query=search.text,
+            query=asked,
             candidates=candidates,
             diagnostics=diagnostics,
             explain=explained,
@@ -299,9 +319,19 @@ class Selector:
         hidden = unreadable if open_note is None else unreadable | {open_note}
         allowed = allowed_notes(reads, filters) - hidden if filters.restricts_notes else None
         enabled = set(retrievers) if retrievers is not None else None
+        window, inside = None, frozenset[int]()
+        if open_note is None and timewindow.TIME_MODE != "off":  # a question, not a note
+            window = timewindow.find_window(text, languages)
+        if window is not None:
+            inside = frozenset(timewindow.notes_in_window(reads, window)) - hidden
+        if inside:  # a window no note is dated in says nothing: its words stay searched
+            assert window is not None
+            text = window.text or text
+            if timewindow.TIME_MODE == "filter":
+                allowed = set(inside) if allowed is None else allowed & inside
         return Search(
             text, reads, generation, store_size, filters, unreadable, hidden, allowed,
-            languages, enabled, open_note, shared, shared_key,
+            languages, enabled, open_note, shared, shared_key, window, inside,
         )  # fmt: skip
 
     def _retrieve(
@@ -335,6 +365,20 @@ class Selector:
         if query_vector is not None:
             matrix = self.vectors.get(search.shared, search.shared_key, model or "")
         return Retrieved(runs, context, lexical_query, query_vector, matrix, vectors_indexed)
+
+    def _focus_on_topic(self, search: Search, found: Retrieved) -> None:
+        """The context weighed again by how well each of its notes matches the question
+        (`on_topic`), and the notes near it found again from those weights."""
+        if not found.context or not search.on("graph"):
+            return
+        weighed = on_topic(found.context, found.runs["vector"], search.open_note, FOCUS_RELEVANCE)
+        if weighed == found.context:
+            return
+        graph = self.graph.get(search.shared, search.shared_key)
+        hits = near_hits(graph, weighed, hidden=search.hidden, allowed=search.allowed)
+        found.context.clear()
+        found.context.update(weighed)
+        found.runs["graph"] = replace(found.runs["graph"], hits=hits)
 
     def _start_vector_search(
         self, search: Search, model: str, out_vector: list[np.ndarray | None]
@@ -393,6 +437,7 @@ class Selector:
             hidden=search.hidden,
             allowed=search.allowed,
             open_note=search.open_note,
+            half_life_hours=self.ws.config.focus_half_life_hours,
         )
 
     def _finish_vector_search(
@@ -449,6 +494,21 @@ class Selector:
         fused, traded = _follow_pointers(reads, fused, runs, owners, k)
         nearness = {hit.key: hit.score for hit in runs["graph"].hits}
         return lift(fused, nearness, self.ws.config.weight_graph), traded
+
+    # --- focus ---------------------------------------------------------------------------
+
+    def focus(self) -> Focus:
+        """See `Workspace.focus`."""
+        reads = self.scope.view()
+        shared, key = self._shared_view(reads)
+        size = self.graph.get(shared, key).size
+        return current_focus(reads, size, self.ws.config.focus_half_life_hours)
+
+    def clear_focus(self) -> Focus:
+        """See `Workspace.clear_focus`."""
+        cleared = self.scope.view().clear_accesses()
+        focus = self.focus()
+        return focus.model_copy(update={"cleared": cleared})
 
     # --- related notes -------------------------------------------------------------------
 

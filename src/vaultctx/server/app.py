@@ -375,6 +375,14 @@ async def touch(request: Request) -> JSONResponse:
     return JSONResponse({"path": path, "touched": True})
 
 
+async def focus(request: Request) -> JSONResponse:
+    """GET: the notes later selects lean towards; DELETE: forget every one opened."""
+    ws = _workspace(request)
+    clear = request.method == "DELETE"
+    found = await run_in_threadpool(ws.clear_focus if clear else ws.focus)
+    return JSONResponse(found.contract())
+
+
 async def index(request: Request) -> JSONResponse:
     body = await _read(request, IndexBody)
     _owner_only(request, "indexing")
@@ -446,6 +454,7 @@ def create_app(
             Route("/memory/search", memory_search, methods=["GET", "POST"]),
             Route("/memory/add", memory_add, methods=["POST"]),
             Route("/touch", touch, methods=["POST"]),
+            Route("/focus", focus, methods=["GET", "DELETE"]),
             Route("/index", index, methods=["POST"]),
             Route("/ask", ask, methods=["POST"]),
         ],

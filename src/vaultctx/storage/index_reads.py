@@ -162,6 +162,10 @@ class IndexReads(Protocol):
     def record_access(self, note_id: int, at: float, kind: str) -> None:
         """The one write at query time: the user opened or touched a note (graph context)."""
 
+    def clear_accesses(self, hidden: Collection[int] = ()) -> int:
+        """Forget every open and touch but those of the `hidden` notes (the focus cleared);
+        returns how many notes were forgotten."""
+
     def close(self) -> None:
         """Release the connections it opened itself."""
 
@@ -215,6 +219,17 @@ class SqliteReads:
             conn.execute(
                 "INSERT INTO accesses(note_id, at, kind) VALUES (?, ?, ?)", (note_id, at, kind)
             )
+
+    def clear_accesses(self, hidden: Collection[int] = ()) -> int:
+        kept = sorted(hidden)
+        marks = ",".join("?" * len(kept))
+        where = f" WHERE note_id NOT IN ({marks})" if kept else ""
+        with self.db.transaction() as conn:
+            (count,) = conn.execute(
+                f"SELECT count(DISTINCT note_id) FROM accesses{where}", kept
+            ).fetchone()
+            conn.execute(f"DELETE FROM accesses{where}", kept)
+        return int(count)
 
     def block_count(self) -> int:
         return int(self.db.connect().execute("SELECT count(*) FROM blocks").fetchone()[0])

@@ -52,6 +52,7 @@ describe("at Obsidian's start-up", () => {
 			"copy-context",
 			"start-server",
 			"stop-server",
+			"clear-focus",
 			"check-connection",
 		]);
 		expect(app.workspace.viewFactories.has(VIEW_TYPE)).toBe(true);
@@ -178,6 +179,34 @@ describe("copy context", () => {
 		const body = requests.find((r) => r.url.endsWith("/context"))!.body as string;
 		expect(JSON.parse(body)).toEqual({ query: "queen", k: 30, no_vectors: false });
 		expect(document.querySelector("form.vaultctx-question")).toBeNull(); // the modal closed
+	});
+});
+
+describe("clearing the focus", () => {
+	it("asks the server to forget the open notes and says what still counts", async () => {
+		await load();
+		serveFake(vault, {
+			"DELETE /focus": () =>
+				response(200, {
+					notes: [{ path: "Edited.md", weight: 0.5, how: "edited", at: "2026-01-01T00:00:00+00:00" }],
+					half_life_hours: 24,
+					cleared: 2,
+				}),
+		});
+		await stub().runCommand("clear-focus");
+		await until(() => notices.length === 1, "the notice");
+		expect(requests.filter((r) => r.url.endsWith("/focus")).map((r) => r.method)).toEqual(["DELETE"]);
+		expect(notices).toEqual([
+			"vaultctx: forgot 2 open notes; notes edited lately still count a little: Edited.md.",
+		]);
+	});
+
+	it("says so when the server cannot be reached", async () => {
+		await load();
+		serveFake(vault, { "DELETE /focus": async () => Promise.reject(new Error("connect ECONNREFUSED")) });
+		await stub().runCommand("clear-focus");
+		await until(() => notices.length === 1, "the notice");
+		expect(notices[0]).not.toContain("forgot");
 	});
 });
 

@@ -121,6 +121,16 @@ class PostgresReads:
             "INSERT INTO accesses (note_id, at, kind) VALUES (%s, %s, %s)", (note_id, at, kind)
         )
 
+    def clear_accesses(self, hidden: Collection[int] = ()) -> int:
+        kept, conn = sorted(hidden), self.connect()
+        with conn.transaction():
+            (count,) = conn.execute(
+                "SELECT count(DISTINCT note_id) FROM accesses WHERE NOT (note_id = ANY(%s))",
+                (kept,),
+            ).fetchone()
+            conn.execute("DELETE FROM accesses WHERE NOT (note_id = ANY(%s))", (kept,))
+        return int(count)
+
     def close(self) -> None:
         with self._lock:
             for conn in self._connections:
