@@ -298,10 +298,10 @@ def render_selection(selection: Selection, *, title: str, empty: str) -> None:
         )
     focus = d.get("focus")
     if focus:
-        notes = ", ".join(f"{n['path']} ({n['weight']:g})" for n in focus["notes"])
+        in_focus = ", ".join(f"{n['path']} ({n['weight']:g})" for n in focus["notes"])
         lifted = ", ".join(f"{n['path']} {n['from']}→{n['to']}" for n in focus["lifted"])
         console.print(
-            f"[dim]focus: {escape(notes)}"
+            f"[dim]focus: {escape(in_focus)}"
             + (f" · lifted {escape(lifted)}" if lifted else " · moved nothing")
             + " · `vaultctx focus --clear` forgets it[/]"
         )

@@ -59,7 +59,7 @@ def current_focus(
     seeds = focus_seeds(reads, note_count, half_life_hours)
     paths = reads.note_paths(list(seeds))
     notes = [
-        FocusNote(path=paths[n], weight=round(s.weight, 4), how=s.how, at=_iso(s.at))  # type: ignore[arg-type]
+        FocusNote(path=paths[n], weight=round(s.weight, 4), how=s.how, at=_iso(s.at))
         for n, s in sorted(seeds.items(), key=lambda kv: (-kv[1].weight, kv[0]))
         if n in paths
     ]

@@ -375,7 +375,7 @@ def clear_match(note: Fused) -> bool:
     """First on the lexical and the vector note lists alike."""
     lexical, vector = note.sources.get("lexical"), note.sources.get("vector")
     return (
-        KEEP_CLEAR_MATCH
+        bool(KEEP_CLEAR_MATCH)
         and lexical is not None
         and vector is not None
         and (lexical.rank == 1 and vector.rank == 1)
