@@ -119,7 +119,8 @@ def test_a_search_that_finds_nothing_says_so_instead_of_an_empty_table(indexed: 
 def test_related_is_titled_by_the_note_it_is_related_to(indexed: Path) -> None:
     result = run("related", "Queen Records", "-V", str(indexed), "--no-vectors", "-k", "3")
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[0].rstrip() == "related to Hives/Queen Records.md"
+    title = result.stdout.splitlines()[0].rstrip()
+    assert title.split(" · ")[0] == "related to Hives/Queen Records.md"
     assert "select:" not in result.stdout
 
 

@@ -61,7 +61,10 @@ def test_each_printed_config_starts_a_server_that_lists_its_tools(
     assert str(vault.resolve()) in entry["args"]  # the vault by absolute path, not as typed
     assert ("type" in entry) is CLIENTS[client].typed
     listed = run_stdio(entry["command"], entry["args"], tool_names)
-    assert listed == ["context", "memory_search", "read_note", "related", "select", "touch"]
+    assert listed == [
+        "clear_focus", "context", "focus", "memory_search", "read_note", "related", "select",
+        "touch",
+    ]  # fmt: skip
     help_text = vaultctx("mcp", "--help")
     assert all(f"  {name} " in help_text for name in listed)
 

@@ -54,10 +54,13 @@ def test_mcp_tools_select_and_read_notes_read_only(make_vault: Callable[..., Pat
 
     result = run_session(vault, steps, "--no-vectors")
     tools = result["tools"]
-    assert set(tools) == {"select", "related", "read_note", "context", "memory_search", "touch"}
+    assert set(tools) == {
+        "select", "related", "read_note", "context", "memory_search", "touch", "focus",
+        "clear_focus",
+    }  # fmt: skip
     for name, tool in tools.items():
         assert tool.annotations is not None
-        assert tool.annotations.read_only_hint is (name != "touch")
+        assert tool.annotations.read_only_hint is (name not in ("touch", "clear_focus"))
         assert tool.annotations.destructive_hint is False
     assert "query" in tools["select"].input_schema["properties"]
 

@@ -141,7 +141,7 @@ TIME_BOOST = 1.0  (pipeline/timewindow.py)
     session's date), Success@5 / MRR@10: words only 0.930 / 0.797, the window as a boost
     0.991 / 0.977, as a hard filter 0.982 / 0.973; 1.0 alone untuned. A boost, not a filter:
     a month without a year or a word like "May" may not mean the notes' time
-"wiki": 1.0, "markdown": 1.0, "embed": 1.5}  (storage/graph.py)
+LINK_KIND_WEIGHTS = {"wiki": 1.0, "markdown": 1.0, "embed": 1.5}  (storage/graph.py)
     untuned: embedding a note is a stronger tie than naming it
 COMMON_TERM_SHARE = 0.05  (search/query.py)
     set with `POSTINGS_BUDGET` when dropped common terms cost held-out Recall@100 (0.283

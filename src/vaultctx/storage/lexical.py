@@ -78,7 +78,7 @@ class StemCache:
                 if len(known) + len(missing) > self.size:
                     known.clear()
                 known.update(zip(missing, found, strict=True))
-        return [stems[w] for w in words]  # type: ignore[misc]
+        return [stems[w] for w in words]  # type: ignore[misc]  # every word was stemmed above
 
 
 STEMS = StemCache()

@@ -31,6 +31,7 @@ var __toCommonJS = (mod) => __copyProps(__defProp({}, "__esModule", { value: tru
 // src/main.ts
 var main_exports = {};
 __export(main_exports, {
+  clearedNotice: () => clearedNotice,
   default: () => VaultctxPlugin
 });
 module.exports = __toCommonJS(main_exports);
@@ -240,6 +241,14 @@ var VaultctxClient = class {
     };
     if (options.budget) body.budget = options.budget;
     return this.request("POST", "/context", body);
+  }
+  /** The notes later selects lean towards, each with its weight now. */
+  focus() {
+    return this.request("GET", "/focus");
+  }
+  /** Forget every note recorded as open: later answers rank by the question alone. */
+  clearFocus() {
+    return this.request("DELETE", "/focus");
   }
   status() {
     return this.request("GET", "/status");
@@ -479,11 +488,24 @@ function el(parent, tag, className, text) {
   parent.appendChild(child);
   return child;
 }
+var NO_GOOD_MATCH = "No good match; closest:";
+function renderNoGoodMatch(parent) {
+  const notice = el(parent, "div", "vaultctx-no-match", NO_GOOD_MATCH);
+  notice.title = "Nothing in the vault answers this well: these passages are only the closest ones.";
+  return notice;
+}
+function formatConfidence(confidence) {
+  return typeof confidence === "number" && Number.isFinite(confidence) ? `${Math.round(confidence * 100)}%` : "\u2013";
+}
 function renderCandidate(parent, candidate, title) {
   const top = el(parent, "div", "vaultctx-result-top");
   el(top, "span", "vaultctx-result-title", title != null ? title : titleOf(candidate));
   const score = el(top, "span", "vaultctx-score", formatScore(candidate.score));
   score.title = "note score: 1 is the best possible match, more when linked with the open note";
+  if (candidate.confidence !== void 0) {
+    const sure = el(top, "span", "vaultctx-confidence", formatConfidence(candidate.confidence));
+    sure.title = "confidence that this passage answers the question";
+  }
   const trail = headingTrail(candidate);
   if (trail.length) el(parent, "div", "vaultctx-result-heading", trail.join(" \u203A "));
   const text = snippet(candidate.text);
@@ -538,6 +560,7 @@ function renderPanel(root, state, handlers) {
     el(root, "div", "vaultctx-empty", "Nothing else in the vault relates to this note yet.");
     return;
   }
+  if (state.noGoodMatch) renderNoGoodMatch(root);
   const list = el(root, "ol", "vaultctx-results");
   for (const entry of state.entries) {
     const item = el(list, "li", "vaultctx-result");
@@ -847,7 +870,8 @@ var PanelController = class {
       if (touched) this.touched = note.path;
       this.deps.notifier.clear();
       const entries = groupByNote(outcome.value.candidates, note.path, this.deps.options().k);
-      this.render({ kind: "results", note: note.basename, entries, ms: outcome.ms });
+      const noGoodMatch = outcome.value.no_good_match === true;
+      this.render({ kind: "results", note: note.basename, entries, ms: outcome.ms, noGoodMatch });
       return;
     }
     const problem = asProblem(outcome.error, "related notes");
@@ -1072,6 +1096,8 @@ var SearchModal = class extends import_obsidian5.SuggestModal {
   constructor(app, host, debounceMs = SEARCH_DEBOUNCE_MS) {
     super(app);
     this.host = host;
+    /** The first of the shown passages when the server said no good match (else null). */
+    this.closest = null;
     this.setPlaceholder("Search your notes (vaultctx)\u2026");
     this.setInstructions([
       { command: "\u2191\u2193", purpose: "to navigate" },
@@ -1089,6 +1115,7 @@ var SearchModal = class extends import_obsidian5.SuggestModal {
     );
   }
   async getSuggestions(query) {
+    var _a;
     if (!query.trim()) {
       this.latest.cancel();
       this.emptyStateText = EMPTY;
@@ -1104,10 +1131,13 @@ var SearchModal = class extends import_obsidian5.SuggestModal {
     }
     this.host.notifier.clear();
     this.emptyStateText = "No passage matches.";
-    return outcome.value.candidates.filter((candidate) => candidate.kind !== "memory");
+    const passages = outcome.value.candidates.filter((candidate) => candidate.kind !== "memory");
+    this.closest = outcome.value.no_good_match === true ? (_a = passages[0]) != null ? _a : null : null;
+    return passages;
   }
   renderSuggestion(candidate, el2) {
     el2.classList.add("vaultctx-suggestion");
+    if (candidate === this.closest) renderNoGoodMatch(el2);
     renderCandidate(el2, candidate);
   }
   onChooseSuggestion(candidate, event) {
@@ -1245,6 +1275,11 @@ var VaultctxPlugin = class extends import_obsidian7.Plugin {
       }
     });
     this.addCommand({
+      id: "clear-focus",
+      name: "Forget which notes are open (clear the focus)",
+      callback: () => void this.clearFocus()
+    });
+    this.addCommand({
       id: "check-connection",
       name: "Check the connection to the server",
       callback: () => void this.checkConnection()
@@ -1330,6 +1365,15 @@ var VaultctxPlugin = class extends import_obsidian7.Plugin {
       this.notifier.report(asProblem(error, "copy context"), true);
     }
   }
+  /** Forget the notes recorded as open, and say what still counts (notes edited lately). */
+  async clearFocus() {
+    try {
+      const left = await this.client.clearFocus();
+      this.notifier.info(clearedNotice(left));
+    } catch (error) {
+      this.notifier.report(asProblem(error, "clear the focus"), true);
+    }
+  }
   /** Start `vaultctx serve` for this vault unless a server for it answers already. */
   async startServer() {
     var _a, _b, _c;
@@ -1397,3 +1441,11 @@ var VaultctxPlugin = class extends import_obsidian7.Plugin {
     }
   }
 };
+function clearedNotice(left) {
+  var _a;
+  const forgot = (_a = left.cleared) != null ? _a : 0;
+  const opened = `vaultctx: forgot ${forgot} open note${forgot === 1 ? "" : "s"}`;
+  if (left.notes.length === 0) return `${opened}; answers now rank by the question alone.`;
+  const edited = left.notes.map((n) => n.path).join(", ");
+  return `${opened}; notes edited lately still count a little: ${edited}.`;
+}
