@@ -44,6 +44,23 @@ def test_a_text_already_prefixed_with_its_speaker_is_not_prefixed_twice(ws):
     assert mem.text == "Gina: hello there" and plain.text == "Gina: hello again"
 
 
+def test_a_bare_line_that_names_who_said_it_counts_as_said_by_them(ws):
+    """`add(text)` with no metadata, as the simplest app stores a transcript: 'Name: text'
+    is said by Name, so a question about Name ranks what Name said, not every line that
+    happens to hold the name."""
+    mem = ws.memory
+    for speaker, text in TURNS:
+        mem.add(f"{speaker}: {text}", tier="channel", scope="c")
+    mem.add("Gina: Jon told me about the agency and Jon seems happy, Jon!", tier="channel",
+            scope="c")  # fmt: skip
+    found = mem.search("What does Jon say about the agency?", k=3, tier="channel", scope="c")
+    assert [m.text.split(":")[0] for m in found[:2]] == ["Jon", "Jon"]
+    assert found[0].source.speaker == "Jon"
+    assert all("agency" in m.text for m in found[:2])
+    assert mem.add("a line with: a colon", tier="channel", scope="c").source.speaker is None
+    assert mem.add("Ana: hi", tier="channel", scope="c", speaker=None).source.speaker == "Ana"
+
+
 def test_both_doors_return_the_same_memories_for_the_same_scope(ws, tmp_path):
     mem = ws.memory
     add_turns(mem)

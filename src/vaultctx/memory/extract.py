@@ -281,6 +281,17 @@ def named(name: str, text: str) -> str:
     return f"{name}: {text}" if name else text
 
 
+# 'Name: text', as transcripts and chat logs write who said a line: one to three capitalised
+# words before the colon.
+_SAID_BY = re.compile(r"([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,2}):\s+\S")
+
+
+def said_by(text: str) -> str | None:
+    """The name a 'Name: text' line starts with, if it starts with one."""
+    found = _SAID_BY.match(text)
+    return found.group(1) if found else None
+
+
 def unprefixed(text: str, speaker: str | None) -> str:
     """What `speaker` said, from a text that may already start with 'Speaker: '."""
     if speaker and text[: len(speaker) + 1].lower() == f"{speaker.lower()}:":

@@ -239,6 +239,8 @@ class AgentMemoryFacade:
             raise ConfigError(f"created_at {created_at!r} is not a date or time") from exc
         base = MemorySource.model_validate(source or {})
         if speaker is None and session is None:
+            if base.speaker is None and (named := ex.said_by(text)):
+                base = base.model_copy(update={"speaker": named})
             kind = MemoryKind(kind or MemoryKind.SEMANTIC)
             draft = MemoryDraft(
                 tier=where[0],
