@@ -12,7 +12,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ._lazy import lazy_exports
@@ -425,11 +425,19 @@ class Workspace:
         """The index as what goes to `destination` (default: where answers go) may see it."""
         return self._scopes[destination or self.answers_to].view()
 
-    def add_retriever(self, retriever: Retriever) -> None:
-        """Rank `retriever`'s hits beside the built-in lists in every select (its fusion
-        weight: config `weight_<name>`). It is asked a `RetrievalRequest` whose `view` is
-        the index as the reader may see it; hits outside that view are dropped."""
-        self._selector.add_retriever(retriever)
+    def add_retriever(
+        self,
+        retriever: Retriever,
+        *,
+        weight: float | None = None,
+        kinds: Collection[str] | None = None,
+    ) -> None:
+        """Rank `retriever`'s hits beside the built-in lists in every select, with fusion
+        `weight` (None: `PLUGIN_WEIGHT`, 1.0); `kinds`: the candidate kinds its hits are
+        (None: any). It is asked a `RetrievalRequest` whose `view` is the index as the
+        reader may see it; hits outside that view are dropped. See docs/search.md, "Adding
+        a retriever"."""
+        self._selector.add_retriever(retriever, weight=weight, kinds=kinds)
 
     def _agent_port(self) -> _AgentPort:
         """What an agent turn may use of this workspace (`agent.protocols.TurnWorkspace`)."""

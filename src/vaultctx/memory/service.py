@@ -398,10 +398,9 @@ class AgentMemoryFacade:
         query: str,
         *,
         k: int,
-        query_vector: np.ndarray | None = None,
         reader: IndexView | None = None,
     ) -> list[Memory]:
-        return self.search(query, k=k, query_vector=query_vector, reader=reader)
+        return self.search(query, k=k, reader=reader)
 
     def retrieve_for_turn(
         self,
@@ -540,7 +539,8 @@ class AgentMemoryFacade:
         if selector is None or "memory" in selector.retrievers:
             return
         if any(repo.count() for repo in self.places.repos()):
-            selector.add_retriever(self._retriever)
+            weight = selector.ws.config.weight_memory
+            selector.add_retriever(self._retriever, weight=weight, kinds=("memory",))
 
     # --- lifecycle -----------------------------------------------------------------------
 

@@ -6,8 +6,9 @@ Each retriever fills a `Run`: its hits best first, its time and, if it failed, i
 `ann_min_vectors`, of the blocks the matrix's sketch ranks best), refined once by
 pseudo-relevance feedback (`feedback`); the graph run is the notes linked to what
 the user has open. A plug-in `Retriever` is asked a `RetrievalRequest` and answers with
-ranked hits that fusion places beside the built-in lists: memory plugs in through it
-(`memory.select_retriever.MemoryRetriever`) without knowing select.
+ranked hits that fusion places beside the built-in lists (see docs/search.md, "Adding a
+retriever"): memory plugs in through it (`memory.select_retriever.MemoryRetriever`) without
+select knowing memory.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .note_ranking import (
     FEEDBACK_POOL,
     FEEDBACK_WEIGHT,
     NOTE_DEPTH,
+    PLUGIN_WEIGHT,
     SKETCH_CANDIDATES,
     SPREAD_SAMPLE,
     VECTOR_DEPTH,
@@ -46,23 +48,24 @@ if TYPE_CHECKING:
     from ..storage.index_reads import IndexReads
     from .timewindow import TimeWindow
 
+BUILT_IN = ("lexical", "vector", "graph")  # the retrievers select runs itself, in this order
 # The vector run's error when the index failed to give it vectors (not the model: `embed`).
 VECTOR_READ_ERROR = "vectors"
 
 
-@dataclass
+@dataclass(frozen=True)
 class RetrievalRequest:
-    """What a pluggable retriever is asked: the query, how many hits, which notes are
-    allowed (None: all), the query vector when one was computed, and `view`: the index as
-    the reader may see it, the one thing a retriever should read. Whatever it returns,
-    fusion keeps only hits inside that view."""
+    """What a plug-in retriever is asked, and all it should read: the query, how many hits,
+    the filters and the notes they allow (None: all), and `view`, the index as the reader
+    may see it (the policy's hidden notes left out) at index `generation`. Whatever it
+    returns, select keeps only the hits inside that view (`within_view`)."""
 
     query: str
     limit: int
     filters: Filters
+    view: IndexView
+    generation: str | None
     allowed: set[int] | None = None
-    query_vector: np.ndarray | None = None
-    view: IndexReads | None = None
 
 
 class Retriever(Protocol):
@@ -75,6 +78,20 @@ class Retriever(Protocol):
     name: str
 
     def retrieve(self, request: RetrievalRequest) -> Sequence[Hit]: ...
+
+
+@dataclass(frozen=True)
+class Plugged:
+    """A registered plug-in retriever: its fusion weight and the candidate kinds its hits
+    are (None: any), so a select filtered to other kinds does not ask it."""
+
+    retriever: Retriever
+    weight: float = PLUGIN_WEIGHT
+    kinds: frozenset[str] | None = None
+
+    def wanted(self, kinds: Collection[str]) -> bool:
+        """Whether a select asking for candidates of `kinds` (empty: all) asks this one."""
+        return not kinds or self.kinds is None or not self.kinds.isdisjoint(kinds)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import IndexUnavailable, InvalidQuery, NoteNotFound
+from ..errors import ConfigError, IndexUnavailable, InvalidQuery, NoteNotFound
 from ..permissions.view import ReadScope
 from ..search.fusion import Fused, Hit
 from ..search.query import QueryTokenizer, key_terms
@@ -39,6 +39,7 @@ from .note_ranking import (
     FOCUS_RELEVANCE,
     LEXICAL_DEPTH,
     NOTE_DEPTH,
+    PLUGIN_WEIGHT,
     VECTOR_SHARE_OTHER_LANGUAGE,
     RankedNote,
     best_passages,
@@ -50,6 +51,8 @@ from .note_ranking import (
     roll_up,
 )
 from .retrievers import (
+    BUILT_IN,
+    Plugged,
     RetrievalRequest,
     Retrieved,
     Retriever,
@@ -106,7 +109,7 @@ class Selector:
             else shares.vectors
         )
         self.graph: LinkGraphStore = LinkGraphStore() if shares is None else shares.graph
-        self.retrievers: dict[str, Retriever] = {}
+        self.retrievers: dict[str, Plugged] = {}  # the plug-in retrievers, by name
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -117,10 +120,26 @@ class Selector:
 
     # --- plumbing ------------------------------------------------------------------------
 
-    def add_retriever(self, retriever: Retriever) -> None:
-        """Register an extra retriever; its fusion weight is `weight_<name>` in the config."""
+    def add_retriever(
+        self,
+        retriever: Retriever,
+        *,
+        weight: float | None = None,
+        kinds: Collection[str] | None = None,
+    ) -> None:
+        """Rank `retriever`'s hits beside the built-in lists, with fusion `weight` (None:
+        `PLUGIN_WEIGHT`); `kinds`:
+        the candidate kinds its hits are (None: any), so a select filtered to others skips
+        it. A name already registered is replaced; a built-in one is refused."""
+        if retriever.name in BUILT_IN:
+            raise ConfigError(f"a plug-in retriever cannot be named {retriever.name!r}: built in")
+        plugged = Plugged(
+            retriever,
+            PLUGIN_WEIGHT if weight is None else float(weight),
+            None if kinds is None else frozenset(kinds),
+        )
         # A new dict, not an insert: selects running meanwhile iterate over the old one.
-        self.retrievers = {**self.retrievers, retriever.name: retriever}
+        self.retrievers = {**self.retrievers, retriever.name: plugged}
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._shares is not None:
@@ -192,8 +211,8 @@ class Selector:
             "vector": cfg.weight_vector * (1.0 if spoken else VECTOR_SHARE_OTHER_LANGUAGE),
             "graph": cfg.weight_graph,
         }
-        for name in self.retrievers:
-            weights[name] = float(getattr(cfg, f"weight_{name}", 1.0))
+        for name, plugged in self.retrievers.items():
+            weights[name] = plugged.weight
         return weights
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -400,17 +419,15 @@ class Selector:
         )
 
     def _start_plugins(self, search: Search) -> dict[str, Future[Run]]:
-        """Each plug-in retriever asked for (memory only when memories may be returned), in
-        a worker thread."""
+        """Each plug-in retriever asked for (and whose kinds the filters let through), in a
+        worker thread."""
         started: dict[str, Future[Run]] = {}
-        kinds = search.filters.kinds
-        for name, retriever in self.retrievers.items():
-            if not search.on(name) or (kinds and name not in kinds and name == "memory"):
-                continue
-            request = RetrievalRequest(
-                search.text, NOTE_DEPTH, search.filters, search.allowed, view=search.reads
-            )
-            started[name] = self._executor().submit(timed, retriever.retrieve, request)
+        request = RetrievalRequest(
+            search.text, NOTE_DEPTH, search.filters, search.reads, search.generation, search.allowed
+        )
+        for name, plugged in self.retrievers.items():
+            if search.on(name) and plugged.wanted(search.filters.kinds):
+                started[name] = self._executor().submit(timed, plugged.retriever.retrieve, request)
         return started
 
     def _lexical_run(self, search: Search) -> tuple[LexicalQuery | None, Run]:
