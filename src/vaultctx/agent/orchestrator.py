@@ -24,12 +24,12 @@ from .host import DelegationHost, audited_complete
 from .jobs import ModelJob, WorkerJob
 from .prepare import TurnPreparation, resolve_provider_model
 from .protocols import IndexedVault
-from .registers import INSTRUCTIONS, ContentProvider, ToolCallRecord
 from .requests import ResponseRequestBuilder, TurnObserver
 from .researcher import findings_report, research_job
 from .skill_tools import TOOL_PREFIX, SkillTool, TurnSkills, answer_report, skill_job
 from .tools import INVESTIGATE, VAULT_TOOL_SCHEMAS
 from .trace import CompletionTrace
+from .transcript import ToolCallRecord, Transcript
 
 Report = Callable[[str, Sequence[ToolCallRecord]], dict[str, Any]]
 """report(a model job's final answer, its tool calls) -> what the Orchestrator's model reads."""
@@ -73,8 +73,7 @@ class Orchestrator:
 
     def run(self, preparation: TurnPreparation) -> OrchestratorRun:
         team = self.team
-        provider = ContentProvider()
-        provider[INSTRUCTIONS].items.extend(dict(m) for m in preparation.messages)
+        transcript = Transcript([dict(m) for m in preparation.messages])
         builder = ResponseRequestBuilder(
             agent="orchestrator",
             model=team.settings.model or "",
@@ -87,12 +86,12 @@ class Orchestrator:
         self.traces = builder.traces
         run = OrchestratorRun(answer=GAVE_UP, traces=self.traces)
         for call_index in range(self.max_calls):
-            completion = builder.invoke(provider, final=call_index == self.max_calls - 1)
+            completion = builder.invoke(transcript, final=call_index == self.max_calls - 1)
             if not completion.tool_calls:
                 run.answer = (completion.content or "").strip()
                 return run
             for record in self._dispatch(completion.tool_calls):
-                provider.manifest.items.append(record)
+                transcript.pending.append(record)
                 run.records.append(record)
         return run
 

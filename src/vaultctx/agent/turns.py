@@ -26,7 +26,6 @@ from .compaction import compact, history_from_rows
 from .delegates import Delegates
 from .orchestrator import Orchestrator, OrchestratorRun, Team
 from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model
-from .registers import ToolCallRecord
 from .session import (
     SessionLog,
     SessionSummary,
@@ -39,6 +38,7 @@ from .session import (
 from .skill_tools import NO_SKILLS, TurnSkills, skills_for_turn
 from .tools import writable_tiers
 from .trace import CompletionTrace
+from .transcript import ToolCallRecord
 from .workspace_vault import WorkspaceVault
 
 if TYPE_CHECKING:
