@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from ..errors import IndexDatabaseError, IndexUnavailable
 from ..search.fusion import Hit, rrf_order
 from ..search.hybrid import model_failure
 from ..search.query import QueryTokenizer, build_query
@@ -206,8 +207,8 @@ def lexical_run(
         hits = [Hit(f"block:{rowid}", score) for rowid, score in found]
         # Read while the model still encodes the query: ranking needs it right after.
         owners = block_notes(reads, [h.key for h in hits])
-    except reads.errors as exc:
-        return None, Run([], (time.perf_counter() - t0) * 1000, f"fts: {exc}")
+    except IndexDatabaseError as exc:
+        return None, Run([], (time.perf_counter() - t0) * 1000, f"fts: {exc.detail}")
     return built, Run(hits, (time.perf_counter() - t0) * 1000, owners=owners)
 
 
@@ -283,12 +284,11 @@ def vector_run(
     allowed: set[int] | None,
     hidden: frozenset[int],
     out_vector: list[np.ndarray | None],
-    read_errors: tuple[type[Exception], ...] = (),
 ) -> Run:
     """The first pass of vector search: every block scored against the query's embedding
     (`embed`, which it stores in `out_vector`), the best blocks, and the pool of rows
-    feedback scores again. A broken model, or a failed read of the vectors (`read_errors`:
-    the index's database errors), is the run's error, not select's; each says which.
+    feedback scores again. A broken model, or a failed read of the vectors (the index's
+    database failing, or out of reach), is the run's error, not select's; each says which.
 
     A matrix with a sketch (too large to score whole at every query) has only the
     SKETCH_CANDIDATES rows its sketch ranks best scored, or the allowed notes' blocks when
@@ -308,8 +308,9 @@ def vector_run(
             spread_scores = vectors.scores(
                 vector, notes_allowed, rows=sample, hidden_notes=notes_hidden
             )
-    except read_errors as exc:
-        return Run([], (time.perf_counter() - t0) * 1000, f"{VECTOR_READ_ERROR}: {exc}")
+    except (IndexDatabaseError, IndexUnavailable) as exc:
+        detail = exc.detail if isinstance(exc, IndexDatabaseError) else str(exc)
+        return Run([], (time.perf_counter() - t0) * 1000, f"{VECTOR_READ_ERROR}: {detail}")
     except Exception as exc:  # a broken model must not take select down with it
         return Run([], (time.perf_counter() - t0) * 1000, f"embed: {model_failure(exc)}")
     run = Run(

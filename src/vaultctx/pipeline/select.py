@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ConfigError, IndexUnavailable, InvalidQuery, NoteNotFound
+from ..errors import ConfigError, InvalidQuery, NoteNotFound
 from ..permissions.view import ReadScope
 from ..search.fusion import Fused, Hit
 from ..search.query import QueryTokenizer, key_terms
@@ -415,7 +415,6 @@ class Selector:
             allowed=search.allowed,
             hidden=search.hidden,
             out_vector=out_vector,
-            read_errors=(*shared.errors, IndexUnavailable),
         )
 
     def _start_plugins(self, search: Search) -> dict[str, Future[Run]]:
