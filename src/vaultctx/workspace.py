@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .agent.skills import Skill, SkillCatalog
     from .agent.turns import EventHandler
     from .config import Config
-    from .memory import AgentMemoryFacade, Memory, MemoryKind, Tier
+    from .memory import Memory, MemoryKind, MemoryService, Tier
     from .pipeline import Filters, Selection, Selector
     from .pipeline.context import SessionContext
     from .pipeline.focus import Focus
@@ -120,7 +120,7 @@ class Workspace:
         self._selector_lock = threading.Lock()  # never waits for a running index()
         self._selector_made: Selector | None = None
         self._refiner_made: Refiner | None = None
-        self._memory: AgentMemoryFacade | None = None
+        self._memory: MemoryService | None = None
         self._warm_thread: threading.Thread | None = None
         self._people: dict[str, Workspace] = {}
         self._answering: dict[Destination, Workspace] = {}
@@ -292,16 +292,16 @@ class Workspace:
         return self._selector_made
 
     @property
-    def memory(self) -> AgentMemoryFacade:
+    def memory(self) -> MemoryService:
         """Tiered memory of this vault and its user (`memory.db` beside the index), opened
         on first use. Closing the workspace flushes its background writes."""
         if self._memory is None:
-            from .memory import AgentMemoryFacade  # pydantic models: only when memory is used
+            from .memory import MemoryService  # pydantic models: only when memory is used
 
             with self._selector_lock:
                 if self._memory is None:
                     shared = self._team_server  # its vault memory: one copy for everyone
-                    self._memory = AgentMemoryFacade.for_vault(
+                    self._memory = MemoryService.for_vault(
                         self._vault, self._embed_query, scope=self._scope, person=self.person,
                         vault_memory=None if shared is None else shared.memory.repo,
                     )  # fmt: skip
@@ -705,7 +705,7 @@ class _AgentPort:
         self.session_shelf = vault.session_shelf
 
     @property
-    def memory(self) -> AgentMemoryFacade:
+    def memory(self) -> MemoryService:
         return self._ws.memory
 
     def select(
