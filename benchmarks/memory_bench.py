@@ -24,7 +24,7 @@ from common import check, emit_figures, offline_env, peak_rss_mb, percentile
 
 offline_env()
 
-from vaultctx.memory import AgentMemoryFacade, MemoryKind, Tier  # noqa: E402
+from vaultctx.memory import MemoryKind, MemoryService, Tier  # noqa: E402
 from vaultctx.memory import extract as ex  # noqa: E402
 from vaultctx.memory.merging import MemoryDraft  # noqa: E402
 from vaultctx.storage.embeddings import Embedder  # noqa: E402
@@ -94,7 +94,7 @@ def build_store(path: Path, n: int, embedder: Embedder) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     drafts = synthetic(n)
     started = time.perf_counter()
-    with AgentMemoryFacade(path, vault_scope="vault", user="bench", embedder=embedder) as mem:
+    with MemoryService(path, vault_scope="vault", user="bench", embedder=embedder) as mem:
         for start in range(0, n, 512):
             chunk = drafts[start : start + 512]
             vectors = embedder.encode([d.text for d in chunk], batch_size=128)
@@ -120,7 +120,7 @@ def queries(count: int, seed: int = 11) -> list[str]:
 
 
 def latency(path: Path, embedder: Embedder, n_queries: int) -> dict:
-    with AgentMemoryFacade(path, vault_scope="vault", user="bench", embedder=embedder) as mem:
+    with MemoryService(path, vault_scope="vault", user="bench", embedder=embedder) as mem:
         qs = queries(n_queries)
         mem.retrieve_for_turn("warm up", session_id="bench", channel="ch0")
         cold, cached = [], []
@@ -144,7 +144,7 @@ def latency(path: Path, embedder: Embedder, n_queries: int) -> dict:
 
 def throughput(workdir: Path, embedder: Embedder | None, turns: int) -> dict:
     path = workdir / f"write-{'vec' if embedder else 'tok'}.db"
-    with AgentMemoryFacade(path, vault_scope="vault", user="bench", embedder=embedder) as mem:
+    with MemoryService(path, vault_scope="vault", user="bench", embedder=embedder) as mem:
         rng = random.Random(3)
         started = time.perf_counter()
         blocked = 0.0
@@ -175,7 +175,7 @@ def recall(workdir: Path, embedder: Embedder, noise: Path) -> dict:
     day = 86400.0
     t0 = time.time() - 30 * day
     hits5 = hits1 = 0
-    with AgentMemoryFacade(path, vault_scope="vault", user="bench", embedder=embedder) as mem:
+    with MemoryService(path, vault_scope="vault", user="bench", embedder=embedder) as mem:
         for i, (fact, _, _) in enumerate(SCRIPT_FACTS):
             mem.persist_turn(fact, "Noted.", session_id="s1", turn_id=i, at=t0 + i * 60)
         for i, chat in enumerate(SESSION_2):

@@ -145,7 +145,7 @@ def settings_hash(embed: bool, llm_model: str | None) -> str:
     """Everything that changes what gets written: the write path's code and the settings."""
     code: list = [extract, derive, writes, models, merging, places.MemoryPlaces]
     code += [store.MemoryRepository.latest_turns]
-    code += [service.AgentMemoryFacade.add, service.AgentMemoryFacade.persist_turn]
+    code += [service.MemoryService.add, service.MemoryService.persist_turn]
     code += [add_turns, persist_turns]
     parts = [inspect.getsource(c) for c in code] + [str(embed), str(llm_model)]
     return hashlib.blake2b("\n".join(parts).encode(), digest_size=6).hexdigest()

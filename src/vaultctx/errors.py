@@ -42,6 +42,21 @@ class IndexUnavailable(VaultctxError):
     http_status = 503
 
 
+class IndexDatabaseError(VaultctxError):
+    """The index's database failed a read or a write it was asked (a damaged page, a query
+    it cannot run): the storage backend's own error in vaultctx's terms, its message as
+    `detail`. The storage layer raises it, so nothing above it names sqlite3 or psycopg."""
+
+    http_status = 503  # the index answers again once its database does
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"index database error: {detail}")
+        self.detail = detail
+
+    def __reduce__(self) -> tuple:  # errors cross the pipe of an agent's child process
+        return type(self), (self.detail,)
+
+
 class NotIndexed(VaultctxError):
     """An operation needs an index and the vault has never been indexed."""
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 GATE_SNIPPET_CHARS = 400
 
@@ -164,6 +165,43 @@ def tool_result_text(tool: str, output: object) -> str:
         f'<untrusted_tool_output tool="{neutralize(tool)}">{neutralize(body)}'
         "</untrusted_tool_output>"
     )
+
+
+def tool_result_message(call_id: str, tool: str, output: object) -> dict[str, Any]:
+    """The message that answers one tool call of the model's: its output, spotlighted."""
+    return {"role": "tool", "tool_call_id": call_id, "content": tool_result_text(tool, output)}
+
+
+def turn_messages(
+    system_prompt: str,
+    runtime: str,
+    *,
+    memory_context: str,
+    history: Sequence[Mapping[str, Any]],
+    context_query: str,
+    context_items: Sequence[dict[str, str]],
+    skill_context: str | None,
+    user_message: str,
+) -> list[dict[str, Any]]:
+    """The first request of an Orchestrator turn, in its one fixed order: the system prompt;
+    the runtime metadata (`runtime_metadata`); the memory context, if any; the session's
+    history (each message's role and content); the SessionContext as an untrusted block
+    (`untrusted_context_block`); the skill context, if a skill runs (`skill_context`); the
+    user's message. The tool results and the model's turns follow it in the transcript
+    (`tool_result_message`)."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system_prompt},
+        {"role": "system", "content": runtime},
+    ]
+    if memory_context.strip():
+        messages.append({"role": "system", "content": memory_context})
+    messages.extend({"role": m["role"], "content": m["content"]} for m in history)
+    block = untrusted_context_block(context_query, context_items)
+    messages.append({"role": "system", "content": block})
+    if skill_context:
+        messages.append({"role": "system", "content": skill_context})
+    messages.append({"role": "user", "content": user_message})
+    return messages
 
 
 def researcher_messages(question: str) -> list[dict[str, str]]:

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ._lazy import lazy_exports
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .agent.skills import Skill, SkillCatalog
     from .agent.turns import EventHandler
     from .config import Config
-    from .memory import AgentMemoryFacade, Memory, MemoryKind, Tier
+    from .memory import Memory, MemoryKind, MemoryService, Tier
     from .pipeline import Filters, Selection, Selector
     from .pipeline.context import SessionContext
     from .pipeline.focus import Focus
@@ -120,7 +120,7 @@ class Workspace:
         self._selector_lock = threading.Lock()  # never waits for a running index()
         self._selector_made: Selector | None = None
         self._refiner_made: Refiner | None = None
-        self._memory: AgentMemoryFacade | None = None
+        self._memory: MemoryService | None = None
         self._warm_thread: threading.Thread | None = None
         self._people: dict[str, Workspace] = {}
         self._answering: dict[Destination, Workspace] = {}
@@ -292,16 +292,16 @@ class Workspace:
         return self._selector_made
 
     @property
-    def memory(self) -> AgentMemoryFacade:
+    def memory(self) -> MemoryService:
         """Tiered memory of this vault and its user (`memory.db` beside the index), opened
         on first use. Closing the workspace flushes its background writes."""
         if self._memory is None:
-            from .memory import AgentMemoryFacade  # pydantic models: only when memory is used
+            from .memory import MemoryService  # pydantic models: only when memory is used
 
             with self._selector_lock:
                 if self._memory is None:
                     shared = self._team_server  # its vault memory: one copy for everyone
-                    self._memory = AgentMemoryFacade.for_vault(
+                    self._memory = MemoryService.for_vault(
                         self._vault, self._embed_query, scope=self._scope, person=self.person,
                         vault_memory=None if shared is None else shared.memory.repo,
                     )  # fmt: skip
@@ -425,11 +425,19 @@ class Workspace:
         """The index as what goes to `destination` (default: where answers go) may see it."""
         return self._scopes[destination or self.answers_to].view()
 
-    def add_retriever(self, retriever: Retriever) -> None:
-        """Rank `retriever`'s hits beside the built-in lists in every select (its fusion
-        weight: config `weight_<name>`). It is asked a `RetrievalRequest` whose `view` is
-        the index as the reader may see it; hits outside that view are dropped."""
-        self._selector.add_retriever(retriever)
+    def add_retriever(
+        self,
+        retriever: Retriever,
+        *,
+        weight: float | None = None,
+        kinds: Collection[str] | None = None,
+    ) -> None:
+        """Rank `retriever`'s hits beside the built-in lists in every select, with fusion
+        `weight` (None: `PLUGIN_WEIGHT`, 1.0); `kinds`: the candidate kinds its hits are
+        (None: any). It is asked a `RetrievalRequest` whose `view` is the index as the
+        reader may see it; hits outside that view are dropped. See docs/search.md, "Adding
+        a retriever"."""
+        self._selector.add_retriever(retriever, weight=weight, kinds=kinds)
 
     def _agent_port(self) -> _AgentPort:
         """What an agent turn may use of this workspace (`agent.protocols.TurnWorkspace`)."""
@@ -697,7 +705,7 @@ class _AgentPort:
         self.session_shelf = vault.session_shelf
 
     @property
-    def memory(self) -> AgentMemoryFacade:
+    def memory(self) -> MemoryService:
         return self._ws.memory
 
     def select(

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from memory_helpers import indexed_vault
 from vaultctx.cli import cli
-from vaultctx.memory import AgentMemoryFacade
+from vaultctx.memory import MemoryService
 
 
 @pytest.fixture
@@ -119,7 +119,7 @@ def model():
 
 @pytest.mark.slow
 def test_a_real_model_recalls_a_paraphrase_token_recall_misses(tmp_path, model):
-    with AgentMemoryFacade(tmp_path / "m.db", vault_scope="v", user="u", embedder=model) as mem:
+    with MemoryService(tmp_path / "m.db", vault_scope="v", user="u", embedder=model) as mem:
         fact = mem.add("Caroline adopted a puppy last spring.")
         mem.add("The orchard hives were treated for varroa mites.")
         assert mem.search("Which dog did she get?", kinds=["semantic"], k=1)[0].id == fact.id

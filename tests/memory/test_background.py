@@ -13,7 +13,7 @@ import time
 
 from conftest import REPO_ROOT
 from memory_helpers import HashEmbedder
-from vaultctx.memory import AgentMemoryFacade, BackgroundWriter, MemoryKind, Tier
+from vaultctx.memory import BackgroundWriter, MemoryKind, MemoryService, Tier
 
 
 class SlowFailingExtractor:
@@ -31,7 +31,7 @@ class SlowFailingExtractor:
 
 def test_persisting_a_turn_returns_at_once_and_a_failing_model_falls_back(tmp_path):
     extractor = SlowFailingExtractor()
-    with AgentMemoryFacade(
+    with MemoryService(
         tmp_path / "memory.db", vault_scope="v", user="u", extractor=extractor
     ) as mem:
         started = time.perf_counter()
@@ -50,9 +50,7 @@ def test_persisting_a_turn_returns_at_once_and_a_failing_model_falls_back(tmp_pa
 def test_a_failing_embedder_still_writes_memories_for_token_recall(tmp_path):
     embedder = HashEmbedder()
     embedder.fail = True
-    with AgentMemoryFacade(
-        tmp_path / "memory.db", vault_scope="v", user="u", embedder=embedder
-    ) as mem:
+    with MemoryService(tmp_path / "memory.db", vault_scope="v", user="u", embedder=embedder) as mem:
         mem.persist_turn("We moved the hives to the orchard.", session_id="s1")
         assert mem.flush(10)
         assert mem.stats["embed_errors"] >= 1
@@ -101,7 +99,7 @@ def test_closing_the_workspace_flushes_pending_turns(tmp_path):
         ws.memory.persist_turn(f"Hive {turn} has a new queen.", session_id="s", turn_id=turn)
     path = ws.memory.repo.path
     ws.close()
-    with AgentMemoryFacade(path, vault_scope=str(ws.root), user="u") as mem:
+    with MemoryService(path, vault_scope=str(ws.root), user="u") as mem:
         turns = {t for m in mem.list(tier=Tier.CONVERSATION) for t in m.source.turns}
         assert turns == {str(t) for t in range(20)}
 
@@ -109,8 +107,8 @@ def test_closing_the_workspace_flushes_pending_turns(tmp_path):
 WRITER_SCRIPT = textwrap.dedent(
     """
     import sys
-    from vaultctx.memory import AgentMemoryFacade
-    mem = AgentMemoryFacade(sys.argv[1], vault_scope="v", user="u")
+    from vaultctx.memory import MemoryService
+    mem = MemoryService(sys.argv[1], vault_scope="v", user="u")
     turn = 0
     while True:
         for _ in range(5):
@@ -150,7 +148,7 @@ def test_kill_9_while_writing_leaves_a_sound_database_with_every_flushed_turn(tm
         assert conn.execute(
             "INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')"
         ).rowcount in (-1, 0, 1)
-    with AgentMemoryFacade(path, vault_scope="v", user="u") as mem:
+    with MemoryService(path, vault_scope="v", user="u") as mem:
         memories = mem.list(tier="channel", scope="c")
         by_turn: dict[str, set[MemoryKind]] = {}
         for m in memories:

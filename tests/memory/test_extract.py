@@ -11,7 +11,7 @@ import pytest
 from llm_server import LLMServer, Reply, llm_server_fixture  # noqa: F401
 from vaultctx import Workspace
 from vaultctx.llm import LLMSettings
-from vaultctx.memory import AgentMemoryFacade, LLMExtractor, MemoryKind, Tier
+from vaultctx.memory import LLMExtractor, MemoryKind, MemoryService, Tier
 
 AT = "2023-05-08T13:56:00"
 FACTS = {
@@ -22,14 +22,14 @@ FACTS = {
 }
 
 
-def facade(tmp_path: Path, server: LLMServer) -> AgentMemoryFacade:
+def facade(tmp_path: Path, server: LLMServer) -> MemoryService:
     settings = LLMSettings(model="openai/test-extract", api_base=server.api_base, timeout=5.0)
-    return AgentMemoryFacade(
+    return MemoryService(
         tmp_path / "memory.db", vault_scope="v", user="ana", extractor=LLMExtractor(settings)
     )
 
 
-def persist(mem: AgentMemoryFacade) -> list:
+def persist(mem: MemoryService) -> list:
     mem.persist_turn(
         "I moved to Porto last year. Please keep answers short.",
         session_id="s1", channel="c", turn_id="D1:3", at=AT, user_name="Ana", tier="channel",

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory_helpers import HashEmbedder, add_turns, indexed_vault
-from vaultctx.memory import AgentMemoryFacade, Memory, MemoryKind, Tier
+from vaultctx.memory import Memory, MemoryKind, MemoryService, Tier
 from vaultctx.memory.models import MemorySource
 from vaultctx.memory.ranking import dedupe_moments
 
@@ -30,7 +30,7 @@ def ws(tmp_path: Path):
 @pytest.fixture
 def hybrid(tmp_path: Path):
     embedder = HashEmbedder()
-    facade = AgentMemoryFacade(
+    facade = MemoryService(
         tmp_path / "memory.db", vault_scope="vault", user="ana", embedder=embedder
     )
     yield facade, embedder

@@ -1,4 +1,4 @@
-"""`AgentMemoryFacade`, one door for every caller: `add` with a speaker derives what a chat
+"""`MemoryService`, one door for every caller: `add` with a speaker derives what a chat
 turn derives, `search` returns what a turn's context does, each scope's memories are seen only
 in it, and forgetting is for real."""
 

@@ -10,13 +10,13 @@ import pytest
 
 from memory_helpers import HashEmbedder
 from vaultctx.errors import ConfigError
-from vaultctx.memory import AgentMemoryFacade, MemoryKind, Tier
+from vaultctx.memory import MemoryKind, MemoryService, Tier
 from vaultctx.memory.migrations import SCHEMA_VERSION
 
 
 @pytest.fixture
 def memory(tmp_path: Path):
-    facade = AgentMemoryFacade(tmp_path / "idx" / "memory.db", vault_scope="vault", user="ana")
+    facade = MemoryService(tmp_path / "idx" / "memory.db", vault_scope="vault", user="ana")
     yield facade
     facade.close()
 
@@ -53,7 +53,7 @@ def test_an_upsert_key_updates_one_memory_and_keeps_all_provenance(memory):
 
 
 def test_nearly_identical_facts_merge_by_embedding_but_events_do_not(tmp_path):
-    with AgentMemoryFacade(
+    with MemoryService(
         tmp_path / "memory.db", vault_scope="v", user="u", embedder=HashEmbedder()
     ) as memory:
         a = memory.add("the queen bee of hive three is marked blue", summary="a")
@@ -81,7 +81,7 @@ def test_account_memories_live_in_the_account_directory_only_once_written(memory
 
 def test_forget_erases_the_row_its_indexed_text_and_its_vector(tmp_path):
     path = tmp_path / "memory.db"
-    with AgentMemoryFacade(path, vault_scope="v", user="u", embedder=HashEmbedder()) as memory:
+    with MemoryService(path, vault_scope="v", user="u", embedder=HashEmbedder()) as memory:
         secret = memory.add("my bank pin is zebracrossing4711")
         memory.add("the orchard has twelve hives")
         assert memory.forget(secret.id) == 1
@@ -109,7 +109,7 @@ def test_export_then_import_into_another_store_keeps_ids_times_and_provenance(me
     memory.add("Rex is a beagle", created_at="2022-01-02", source={"turns": ["D1:1"]})
     memory.add("answer in bullet points", tier="account", kind="procedural")
     records = memory.export()
-    with AgentMemoryFacade(tmp_path / "other.db", vault_scope="vault", user="ana") as other:
+    with MemoryService(tmp_path / "other.db", vault_scope="vault", user="ana") as other:
         assert other.import_(records).imported == 2
         assert other.import_(records).imported == 2  # idempotent: same ids update
         assert sorted(r["id"] for r in other.export()) == sorted(r["id"] for r in records)
@@ -177,11 +177,11 @@ def test_the_scratchpad_holds_working_notes_per_conversation(memory):
 
 def test_the_memory_database_is_migrated_wal_and_reopens(tmp_path):
     path = tmp_path / "memory.db"
-    with AgentMemoryFacade(path, vault_scope="v", user="u") as memory:
+    with MemoryService(path, vault_scope="v", user="u") as memory:
         memory.add("first")
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn.close()
-    with AgentMemoryFacade(path, vault_scope="v", user="u") as memory:
+    with MemoryService(path, vault_scope="v", user="u") as memory:
         assert [m.text for m in memory.list()] == ["first"]

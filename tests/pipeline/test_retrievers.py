@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from vaultctx.errors import IndexDatabaseError
 from vaultctx.pipeline import retrievers
 from vaultctx.pipeline.note_ranking import FEEDBACK_POOL
 from vaultctx.pipeline.retrievers import Run, feedback, vector_run
@@ -138,19 +139,17 @@ def test_a_sketch_whose_every_best_row_is_hidden_leaves_no_vector_notes(sketched
 
 
 def test_a_failed_read_of_the_vectors_is_not_the_model_s_error(matrix):
-    """The index's database failing under the vector run (`read_errors`) is reported as a
-    read of the vectors; anything else there is the model's."""
-
-    class DatabaseDown(Exception):
-        pass
+    """The index's database failing under the vector run (the storage layer's
+    `IndexDatabaseError`) is reported as a read of the vectors; anything else there is the
+    model's."""
 
     def matrix_of_a_database_gone() -> VectorMatrix:
-        raise DatabaseDown("server closed the connection")
+        raise IndexDatabaseError("server closed the connection")
 
     def broken_model() -> np.ndarray:
         raise RuntimeError("cannot encode")
 
-    options = {"allowed": None, "hidden": frozenset(), "read_errors": (DatabaseDown,)}
+    options = {"allowed": None, "hidden": frozenset()}
     vector = query(0)
     failed = vector_run(matrix_of_a_database_gone, lambda: vector, out_vector=[None], **options)
     assert failed.error == "vectors: server closed the connection"

@@ -15,6 +15,7 @@ import pytest
 
 from select_helpers import HashEmbedder
 from vaultctx import Workspace
+from vaultctx.errors import IndexDatabaseError
 from vaultctx.pipeline.note_ranking import COLUMN_WEIGHTS
 from vaultctx.search.query import QueryTokenizer, build_query
 from vaultctx.storage.index_reads import IndexReads, SqliteReads
@@ -220,13 +221,31 @@ def test_each_thread_reads_on_its_own_connection(ws):
 
 
 def test_a_failed_lexical_read_fails_the_lexical_run_alone(ws, monkeypatch):
-    """The backend's errors (`IndexReads.errors`) are the lexical run's error, not select's."""
+    """A failed read (`IndexDatabaseError`) is the lexical run's error, not select's."""
 
     def broken(*args, **kwargs):
-        raise sqlite3.OperationalError("database disk image is malformed")
+        raise IndexDatabaseError("database disk image is malformed")
 
     monkeypatch.setattr(ws._vault.reads, "bm25_blocks", broken)
     selection = ws.select("queen cells swarm", k=3)
     assert selection.diagnostics["errors"] == {"lexical": "fts: database disk image is malformed"}
     assert selection.diagnostics["retrieval_path"] == "vector_graph_after_lexical_error"
     assert selection.candidates  # the vector list still answers
+
+
+def test_the_database_s_own_errors_stop_at_the_storage_layer(ws):
+    """A read the database fails raises the project's `IndexDatabaseError` (the database's
+    message kept), from a method or from the iterator it returns; select's lexical run
+    reports it alone."""
+    reads = ws._vault.reads
+    query = built(reads, "queen cells swarm")
+    model = reads.meta("embedding_model") or ""
+    sql(ws, "ALTER TABLE blocks_fts RENAME TO gone_fts")
+    sql(ws, "ALTER TABLE embeddings RENAME TO gone_embeddings")
+    with pytest.raises(IndexDatabaseError, match="no such table: blocks_fts") as raised:
+        reads.bm25_blocks(query, COLUMN_WEIGHTS, 5)
+    assert isinstance(raised.value.__cause__, sqlite3.Error)
+    with pytest.raises(IndexDatabaseError, match="no such table: embeddings"):
+        list(reads.vector_rows(model, 10))
+    selection = ws.select("queen cells swarm", k=3, use_vectors=False)
+    assert selection.diagnostics["errors"]["lexical"].startswith("fts: no such")

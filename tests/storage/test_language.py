@@ -15,6 +15,7 @@ from conftest import assert_full_text_matches_blocks, pretend_schema, query
 from vaultctx import ConfigError, Workspace
 from vaultctx.cli import cli
 from vaultctx.config import load_config
+from vaultctx.errors import IndexDatabaseError
 from vaultctx.search.query import QueryTokenizer, build_query, is_stop_word
 from vaultctx.storage.language import (
     CJK_LANGUAGES,
@@ -341,7 +342,7 @@ def test_analysing_the_index_again_is_all_or_nothing(make_vault, monkeypatch):
         return analyse(text, language)
 
     monkeypatch.setattr("vaultctx.storage.db.analyse", failing)
-    with Workspace.open(root) as ws, pytest.raises(sqlite3.OperationalError):
+    with Workspace.open(root) as ws, pytest.raises(IndexDatabaseError):
         ws.index(embed=False)
     assert query(db, "SELECT value FROM meta WHERE key = 'analysis'") == []
     assert query(db, "SELECT count(*) FROM notes WHERE language IS NOT NULL") == [(0,)]

@@ -3,9 +3,10 @@
 
 import type { Candidate, Retriever } from "./types";
 
+/** The retrievers vaultctx ships, in the order badges show them; any other comes after. */
 export const RETRIEVERS: Retriever[] = ["lexical", "vector", "graph", "memory"];
 
-const WHY: Record<Retriever, string> = {
+const WHY: Record<string, string> = {
 	lexical: "its words match (full-text search)",
 	vector: "its meaning is close (embedding search)",
 	graph: "it is linked with the note you have open",
@@ -114,16 +115,21 @@ export interface Badge {
 	title: string;
 }
 
-/** Why a candidate was found, as `--explain` says it: each retriever with its rank. */
+/** Why a candidate was found, as `--explain` says it: each retriever that found it (those
+ * the server ran, plug-ins too) with its rank. */
 export function badges(candidate: Candidate): Badge[] {
+	const sources = candidate.sources ?? {};
+	const known = RETRIEVERS.filter((name) => name in sources);
+	const others = Object.keys(sources).filter((name) => !RETRIEVERS.includes(name));
 	const found: Badge[] = [];
-	for (const retriever of RETRIEVERS) {
-		const source = candidate.sources?.[retriever];
+	for (const retriever of [...known, ...others]) {
+		const source = sources[retriever];
 		if (!source) continue;
+		const why = WHY[retriever] ?? `found by the ${retriever} retriever`;
 		found.push({
 			retriever,
 			label: `${retriever} #${source.rank}`,
-			title: `${retriever}: rank ${source.rank}, score ${formatScore(source.score)} — ${WHY[retriever]}`,
+			title: `${retriever}: rank ${source.rank}, score ${formatScore(source.score)} — ${why}`,
 		});
 	}
 	return found;

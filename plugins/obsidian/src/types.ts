@@ -1,6 +1,7 @@
 // The server's JSON contracts, as the plugin reads them (README: `select`, `context`, `serve`).
 
-export type Retriever = "lexical" | "vector" | "graph" | "memory";
+/** A retriever's name: the built-in ones, or a plug-in's. */
+export type Retriever = string;
 
 export interface SourceRank {
 	rank: number;
@@ -20,7 +21,7 @@ export interface Candidate {
 	start_line?: number | null;
 	end_line?: number | null;
 	tokens?: number;
-	sources: Partial<Record<Retriever, SourceRank>>;
+	sources: Record<Retriever, SourceRank>;
 	/** How likely this passage answers the query, in [0, 1] (absolute, not a share of the best). */
 	confidence?: number;
 }

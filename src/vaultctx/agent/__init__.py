@@ -16,11 +16,11 @@ from .._lazy import lazy_exports
 if TYPE_CHECKING:
     from .compaction import Compaction, history_from_rows
     from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model, split_model
-    from .registers import ContentProvider, ContextClass, Register, ToolCallRecord
     from .session import SessionLog, SessionSummary, read_rows
     from .skills import Skill, SkillCatalog, SkillInput, SkillRun, discover, find_skill
     from .tools import VAULT_TOOLS, Tool
     from .trace import CompletionTrace, CompletionTraceStep
+    from .transcript import ToolCallRecord, Transcript
     from .turns import (
         AgentRequestHandler,
         TurnResult,
@@ -45,10 +45,8 @@ _LAZY = {
     "TurnPreparer": ".prepare",
     "resolve_provider_model": ".prepare",
     "split_model": ".prepare",
-    "ContentProvider": ".registers",
-    "ContextClass": ".registers",
-    "Register": ".registers",
-    "ToolCallRecord": ".registers",
+    "ToolCallRecord": ".transcript",
+    "Transcript": ".transcript",
     "SessionLog": ".session",
     "SessionSummary": ".session",
     "read_rows": ".session",
@@ -72,9 +70,6 @@ __all__ = [
     "Compaction",
     "CompletionTrace",
     "CompletionTraceStep",
-    "ContentProvider",
-    "ContextClass",
-    "Register",
     "SessionLog",
     "SessionSummary",
     "Skill",
@@ -83,6 +78,7 @@ __all__ = [
     "SkillRun",
     "Tool",
     "ToolCallRecord",
+    "Transcript",
     "TurnPreparation",
     "TurnPreparer",
     "TurnResult",

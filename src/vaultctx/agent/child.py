@@ -28,8 +28,8 @@ from ..permissions.capability import Capability
 from ..storage.notefile import read_note_file
 from .jobs import Job, perform
 from .protocols import Admission
-from .registers import ToolCallRecord
 from .trace import CompletionTrace
+from .transcript import ToolCallRecord
 
 REQUESTS = frozenset(
     {

@@ -19,10 +19,10 @@ from ..permissions import Capability, PermissionGuard, destination_of, vault_rel
 from ..storage.audit import AuditNote, SentNote
 from .jobs import DelegationTimeout
 from .protocols import Admission, IndexedVault
-from .registers import ToolCallRecord
 from .requests import TurnObserver
 from .tools import admit, require_memory_write, require_write
 from .trace import CompletionTrace
+from .transcript import ToolCallRecord
 
 
 def declared(audit: AuditNote | None, guard: PermissionGuard, settings: LLMSettings) -> AuditNote:

@@ -20,9 +20,9 @@ from ..errors import VaultctxError
 from ..llm.client import ToolCall
 from ..storage.audit import SentNote
 from .protocols import Guard, VaultAccess
-from .registers import INSTRUCTIONS, ContentProvider
 from .requests import ModelCall, ResponseRequestBuilder, TurnObserver
 from .tool_handlers import ToolContext, execute
+from .transcript import Transcript
 from .worker import Worker
 
 
@@ -89,12 +89,11 @@ class ModelJob(Job):
             observer=parent,
             notes=self.notes,
         )
-        provider = ContentProvider()
-        provider[INSTRUCTIONS].items.extend(self.messages)
+        transcript = Transcript(list(self.messages))
         for call_index in range(self.max_calls):
             remaining = max(deadline - time.monotonic(), 0.05)
             completion = builder.invoke(
-                provider, final=call_index == self.max_calls - 1, timeout=remaining
+                transcript, final=call_index == self.max_calls - 1, timeout=remaining
             )
             if not completion.tool_calls:
                 return {"answer": completion.content or ""}
@@ -104,7 +103,7 @@ class ModelJob(Job):
                 parent.tool_started(self.agent, call.id, call.name, call.arguments)
                 record = execute(call, ctx)
                 parent.tool_finished(record)
-                provider.manifest.items.append(record)
+                transcript.pending.append(record)
         return {"answer": "", "incomplete": True}
 
 

@@ -24,12 +24,12 @@ from .host import DelegationHost, audited_complete
 from .jobs import ModelJob, WorkerJob
 from .prepare import TurnPreparation, resolve_provider_model
 from .protocols import IndexedVault
-from .registers import INSTRUCTIONS, ContentProvider, ToolCallRecord
 from .requests import ResponseRequestBuilder, TurnObserver
 from .researcher import findings_report, research_job
 from .skill_tools import TOOL_PREFIX, SkillTool, TurnSkills, answer_report, skill_job
 from .tools import INVESTIGATE, VAULT_TOOL_SCHEMAS
 from .trace import CompletionTrace
+from .transcript import ToolCallRecord, Transcript
 
 Report = Callable[[str, Sequence[ToolCallRecord]], dict[str, Any]]
 """report(a model job's final answer, its tool calls) -> what the Orchestrator's model reads."""
@@ -39,7 +39,7 @@ GAVE_UP = "I could not finish this within the allowed number of steps."
 
 
 @dataclass(frozen=True)
-class Team:
+class TurnCrew:
     """What the Orchestrator delegates with in one turn: the vault, the turn's guard, the
     model settings, the log, where delegations run, and their limits. `skill_models`: a
     skill that names a model runs on it (not when the caller chose the turn's model)."""
@@ -64,35 +64,34 @@ class OrchestratorRun:
 
 class Orchestrator:
     def __init__(
-        self, team: Team, *, skills: TurnSkills, max_calls: int = MAX_ORCHESTRATOR_CALLS
+        self, crew: TurnCrew, *, skills: TurnSkills, max_calls: int = MAX_ORCHESTRATOR_CALLS
     ) -> None:
-        self.team = team
+        self.crew = crew
         self.skills = skills
         self.max_calls = max_calls
         self.traces: list[CompletionTrace] = []
 
     def run(self, preparation: TurnPreparation) -> OrchestratorRun:
-        team = self.team
-        provider = ContentProvider()
-        provider[INSTRUCTIONS].items.extend(dict(m) for m in preparation.messages)
+        crew = self.crew
+        transcript = Transcript([dict(m) for m in preparation.messages])
         builder = ResponseRequestBuilder(
             agent="orchestrator",
-            model=team.settings.model or "",
-            complete=partial(audited_complete, settings=team.settings, guard=team.guard),
+            model=crew.settings.model or "",
+            complete=partial(audited_complete, settings=crew.settings, guard=crew.guard),
             tools=[*VAULT_TOOL_SCHEMAS, INVESTIGATE, *self.skills.schemas()],
-            timeout=team.timeout,
-            observer=team.observer,
+            timeout=crew.timeout,
+            observer=crew.observer,
             notes=preparation.notes,
         )
         self.traces = builder.traces
         run = OrchestratorRun(answer=GAVE_UP, traces=self.traces)
         for call_index in range(self.max_calls):
-            completion = builder.invoke(provider, final=call_index == self.max_calls - 1)
+            completion = builder.invoke(transcript, final=call_index == self.max_calls - 1)
             if not completion.tool_calls:
                 run.answer = (completion.content or "").strip()
                 return run
             for record in self._dispatch(completion.tool_calls):
-                provider.manifest.items.append(record)
+                transcript.pending.append(record)
                 run.records.append(record)
         return run
 
@@ -108,13 +107,13 @@ class Orchestrator:
         for call in calls:
             if call.id in results:
                 continue
-            self.team.observer.tool_started("orchestrator", call.id, call.name, call.arguments)
+            self.crew.observer.tool_started("orchestrator", call.id, call.name, call.arguments)
             if call.name == "investigate":
                 output = self._investigate(call.arguments.get("question"))
             else:
                 output = self._run_skill(call)
             record = ToolCallRecord(call.id, call.name, call.arguments, output)
-            self.team.observer.tool_finished(record)
+            self.crew.observer.tool_finished(record)
             results[call.id] = record
         return [results[call.id] for call in calls]
 
@@ -123,68 +122,68 @@ class Orchestrator:
         return call.name == "investigate" or call.name.startswith(TOOL_PREFIX)
 
     def _host(self, guard: PermissionGuard, settings: LLMSettings | None = None) -> DelegationHost:
-        team = self.team
+        crew = self.crew
         return DelegationHost(
-            team.vault,
+            crew.vault,
             guard,
-            settings=settings or team.settings,
-            observer=team.observer,
-            timeout=team.timeout,
+            settings=settings or crew.settings,
+            observer=crew.observer,
+            timeout=crew.timeout,
         )
 
     def _work(self, calls: list[ToolCall]) -> list[ToolCallRecord]:
-        team = self.team
-        host = self._host(team.guard)
+        crew = self.crew
+        host = self._host(crew.guard)
         job = WorkerJob(
             agent="worker",
-            root=str(team.vault.root),
-            session_id=team.session_id,
-            timeout=team.timeout,
+            root=str(crew.vault.root),
+            session_id=crew.session_id,
+            timeout=crew.timeout,
             calls=tuple(calls),
         )
-        outcome = team.delegates.run(job, host)
+        outcome = crew.delegates.run(job, host)
         done = {record.call_id: record for record in host.records}
         records = []
         for call in calls:
             record = done.get(call.id)
             if record is None:  # the worker never finished it: its error (timeout, crash)
                 record = ToolCallRecord(call.id, call.name, call.arguments, outcome, "worker")
-                team.observer.tool_finished(record)
+                crew.observer.tool_finished(record)
             records.append(record)
         return records
 
     def _investigate(self, question: Any) -> dict[str, Any]:
         if not isinstance(question, str) or not question.strip():
             return {"error": "invalid_arguments", "message": "question: a non-empty string"}
-        team = self.team
+        crew = self.crew
         job = research_job(
             question,
-            root=str(team.vault.root),
-            session_id=team.session_id,
-            model=team.settings.model or "",
-            timeout=team.timeout,
+            root=str(crew.vault.root),
+            session_id=crew.session_id,
+            model=crew.settings.model or "",
+            timeout=crew.timeout,
         )
-        host = self._host(team.guard.restricted({Capability.VAULT_READ}))
+        host = self._host(crew.guard.restricted({Capability.VAULT_READ}))
         return self._run_model_job(job, host, findings_report)
 
     def _run_skill(self, call: ToolCall) -> dict[str, Any]:
         entry = self.skills.by_tool.get(call.name)
         if entry is None:
             return self.skills.unknown(call.name)
-        team = self.team
+        crew = self.crew
         skill = entry.skill
-        guard = team.guard.restricted(skill.capabilities)
+        guard = crew.guard.restricted(skill.capabilities)
         settings = self._skill_settings(entry)
         try:
             job = skill_job(
                 entry,
                 call.arguments,
-                vault=team.vault,
+                vault=crew.vault,
                 guard=guard,
-                session_id=team.session_id,
+                session_id=crew.session_id,
                 model=settings.model or "",
-                timeout=team.timeout,
-                budget_tokens=team.skill_budget_tokens,
+                timeout=crew.timeout,
+                budget_tokens=crew.skill_budget_tokens,
             )
         except SkillError as exc:
             return {"error": "invalid_arguments", "message": str(exc)}
@@ -194,7 +193,7 @@ class Orchestrator:
     def _run_model_job(self, job: ModelJob, host: DelegationHost, report: Report) -> dict[str, Any]:
         """The job's report, built here from its answer and the tool calls the host saw;
         or the delegation's structured error."""
-        outcome = self.team.delegates.run(job, host)
+        outcome = self.crew.delegates.run(job, host)
         if "error" in outcome:
             return outcome
         result = report(outcome["answer"], host.records)
@@ -202,7 +201,7 @@ class Orchestrator:
 
     def _skill_settings(self, entry: SkillTool) -> LLMSettings:
         """The skill's own model if it names one (and may), else the turn's."""
-        if entry.skill.model is None or not self.team.skill_models:
-            return self.team.settings
+        if entry.skill.model is None or not self.crew.skill_models:
+            return self.crew.settings
         provider, model = resolve_provider_model(None, entry.skill.model)
-        return replace(self.team.settings, model=f"{provider}/{model}")
+        return replace(self.crew.settings, model=f"{provider}/{model}")

@@ -1,7 +1,6 @@
-"""TurnPreparer: the messages of one turn, in one fixed order, plus their provenance hashes.
-
-Order: system prompt; runtime metadata; memory context (if any); history; the SessionContext
-as an untrusted block; skill context (if any); the user message.
+"""TurnPreparer: what one turn starts from — the model resolved, the SessionContext as the
+model sees it, the first request's messages (`prompts.turn_messages` orders them) and their
+provenance hashes.
 """
 
 from __future__ import annotations
@@ -134,28 +133,25 @@ class TurnPreparer:
         provider, model = resolve_provider_model(runtime_provider, runtime_model, self.model_chain)
         today = self.today()
         pack = context_pack(context)
-        messages: list[Message] = [
-            {"role": "system", "content": self.system_prompt},
-            {
-                "role": "system",
-                "content": prompts.runtime_metadata(
-                    session_id,
-                    provider,
-                    model,
-                    today.isoformat(),
-                    (today + _dt.timedelta(days=1)).isoformat(),
-                    skills=skills,
-                    skills_in_vault=skills_in_vault,
-                ),
-            },
-        ]
-        if memory_context_text.strip():
-            messages.append({"role": "system", "content": memory_context_text})
-        messages.extend({"role": m["role"], "content": m["content"]} for m in history)
-        messages.append({"role": "system", "content": prompts.untrusted_context_block(**pack)})
-        if skill_context:
-            messages.append({"role": "system", "content": skill_context})
-        messages.append({"role": "user", "content": user_message})
+        runtime = prompts.runtime_metadata(
+            session_id,
+            provider,
+            model,
+            today.isoformat(),
+            (today + _dt.timedelta(days=1)).isoformat(),
+            skills=skills,
+            skills_in_vault=skills_in_vault,
+        )
+        messages = prompts.turn_messages(
+            self.system_prompt,
+            runtime,
+            memory_context=memory_context_text,
+            history=history,
+            context_query=pack["query"],
+            context_items=pack["items"],
+            skill_context=skill_context,
+            user_message=user_message,
+        )
         return TurnPreparation(
             context_pack=pack,
             context_hash=stable_hash(pack),

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from ..config import Config
-    from ..memory import AgentMemoryFacade
+    from ..memory import MemoryService
     from ..permissions import VaultPolicy
     from ..permissions.capability import Capability
     from ..permissions.destination import Destination
@@ -114,7 +114,7 @@ class TurnWorkspace(Protocol):
         ...
 
     @property
-    def memory(self) -> AgentMemoryFacade: ...
+    def memory(self) -> MemoryService: ...
 
     def select(
         self,

@@ -1,9 +1,8 @@
-"""The ResponseRequestBuilder: turns a ContentProvider into one model request, calls the
-model (the agent's only call of `vaultctx.llm.complete`) and fills that call's trace.
+"""The ResponseRequestBuilder: sends an agent's `Transcript` as one model request (the
+agent's only call of `vaultctx.llm.complete`) and fills that call's trace.
 
-Rendering: Session Context registers (instructions, then the retained transcript), then
-the Consumable ToolCallManifest as tool messages. After a successful call the delivered
-tool messages move into the transcript and the manifest is cleared.
+The request is the transcript's messages as they stand (`Transcript.request`); after a
+successful call the tool results it delivered and the model's answer join the transcript.
 
 Each call declares the notes whose text its messages hold (an `AuditNote` for the audit
 log): those the instructions were built from, and every note a tool result so far names.
@@ -15,12 +14,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from .. import prompts
 from ..errors import LLMError
 from ..llm import Completion
 from ..storage.audit import AuditNote, SentNote
-from .registers import INSTRUCTIONS, TRANSCRIPT, ContentProvider, ToolCallRecord
 from .trace import CompletionTrace, CompletionTraceStep
+from .transcript import ToolCallRecord, Transcript
 
 
 class TurnObserver(Protocol):
@@ -68,14 +66,6 @@ def notes_in(output: Any) -> list[str]:
     return found
 
 
-def tool_message(record: ToolCallRecord) -> dict[str, Any]:
-    return {
-        "role": "tool",
-        "tool_call_id": record.call_id,
-        "content": prompts.tool_result_text(record.name, record.output),
-    }
-
-
 def assistant_message(completion: Completion) -> dict[str, Any]:
     """The model's turn as it must be sent back before its tool results."""
     message: dict[str, Any] = {"role": "assistant", "content": completion.content}
@@ -119,27 +109,20 @@ class ResponseRequestBuilder:
         self.last_messages: list[dict[str, Any]] = []
         self.notes: dict[str, SentNote] = {n.path: n for n in notes}
 
-    def audit(self, provider: ContentProvider) -> AuditNote:
+    def audit(self, transcript: Transcript) -> AuditNote:
         """The notes in the next request: the instructions', and those named by the tool
         results delivered so far (they stay in the transcript) or about to be."""
-        for record in provider.manifest.items:
+        for record in transcript.pending:
             for path in notes_in(record.output):
                 self.notes.setdefault(path, SentNote(path))
         return AuditNote(purpose="agent", notes=tuple(self.notes.values()))
 
-    def render(self, provider: ContentProvider) -> list[dict[str, Any]]:
-        return [
-            *provider[INSTRUCTIONS].items,
-            *provider[TRANSCRIPT].items,
-            *(tool_message(record) for record in provider.manifest.items),
-        ]
-
     def invoke(
-        self, provider: ContentProvider, *, final: bool = False, timeout: float | None = None
+        self, transcript: Transcript, *, final: bool = False, timeout: float | None = None
     ) -> Completion:
         """One model call. `final` forbids tools (the last allowed call must answer).
         Raises the `LLMError` of a failed call after recording it in the trace."""
-        messages = self.render(provider)
+        messages = transcript.request()
         self.last_messages = messages
         trace = CompletionTrace(agent=self.agent, invocation=len(self.traces) + 1, model=self.model)
         self.traces.append(trace)
@@ -156,7 +139,7 @@ class ResponseRequestBuilder:
                 tools=self.tools,
                 tool_choice="none" if final else None,
                 timeout=timeout or self.timeout,
-                audit=self.audit(provider),
+                audit=self.audit(transcript),
             )
         except LLMError as exc:
             record = exc.record
@@ -178,8 +161,5 @@ class ResponseRequestBuilder:
             trace.summary = f"answer: {len(completion.content or '')} chars"
             trace.steps.append(CompletionTraceStep("answer", {"finish": completion.finish_reason}))
         self.observer.trace_recorded(trace)
-        delivered = [tool_message(record) for record in provider.manifest.items]
-        provider[TRANSCRIPT].items.extend(delivered)
-        provider.manifest.items.clear()
-        provider[TRANSCRIPT].items.append(assistant_message(completion))
+        transcript.answered(assistant_message(completion))
         return completion

@@ -1,5 +1,5 @@
 """The Researcher: investigates a question with read-only tool calls, as a delegation with
-its own ContentProvider, and reports structured findings citing notes."""
+its own Transcript, and reports structured findings citing notes."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pydantic import BaseModel, Field
 from .. import prompts
 from ..llm import parse_json_model
 from .jobs import ModelJob
-from .registers import ToolCallRecord
 from .tool_handlers import notes_read
 from .tools import VAULT_TOOL_SCHEMAS
+from .transcript import ToolCallRecord
 
 MAX_RESEARCH_CALLS = 5
 

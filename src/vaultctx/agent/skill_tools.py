@@ -21,10 +21,10 @@ from ..permissions import Destination, PermissionGuard
 from ..storage.audit import SentNote
 from .jobs import ModelJob
 from .protocols import IndexedVault
-from .registers import ToolCallRecord
 from .skills import Skill, SkillRun, discover
 from .tool_handlers import notes_read
 from .tools import VAULT_TOOL_SCHEMAS, function_schema
+from .transcript import ToolCallRecord
 
 if TYPE_CHECKING:
     from .protocols import TurnWorkspace

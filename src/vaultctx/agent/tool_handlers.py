@@ -21,7 +21,7 @@ from ..errors import NoteNotFound, PathOutsideVault, PermissionDenied, VaultctxE
 from ..llm.client import ToolCall
 from ..permissions.capability import Capability
 from .protocols import Admission, Guard, VaultAccess
-from .registers import ToolCallRecord
+from .transcript import ToolCallRecord
 
 SNIPPET_CHARS = 300
 MAX_NOTE_CHARS = 8000

@@ -24,9 +24,8 @@ from ..pipeline.context import SessionContext
 from ..storage.audit import AuditLog
 from .compaction import compact, history_from_rows
 from .delegates import Delegates
-from .orchestrator import Orchestrator, OrchestratorRun, Team
+from .orchestrator import Orchestrator, OrchestratorRun, TurnCrew
 from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model
-from .registers import ToolCallRecord
 from .session import (
     SessionLog,
     SessionSummary,
@@ -39,6 +38,7 @@ from .session import (
 from .skill_tools import NO_SKILLS, TurnSkills, skills_for_turn
 from .tools import writable_tiers
 from .trace import CompletionTrace
+from .transcript import ToolCallRecord
 from .workspace_vault import WorkspaceVault
 
 if TYPE_CHECKING:
@@ -332,8 +332,8 @@ class AgentRequestHandler:
     def _orchestrator(
         self, turn: _PreparedTurn, settings: LLMSettings, delegates: Delegates
     ) -> Orchestrator:
-        """The Orchestrator and its team, with this handler as the observer that logs."""
-        team = Team(
+        """The Orchestrator and its crew, with this handler as the observer that logs."""
+        crew = TurnCrew(
             vault=turn.vault,
             guard=turn.guard,
             session_id=turn.session_id,
@@ -344,7 +344,7 @@ class AgentRequestHandler:
             skill_budget_tokens=self.ws.config.budget_tokens,
             skill_models=self.model is None,
         )
-        return Orchestrator(team, skills=turn.skills)
+        return Orchestrator(crew, skills=turn.skills)
 
     def _orchestrate(
         self, orchestrator: Orchestrator, preparation: TurnPreparation

@@ -1,5 +1,5 @@
-"""The Worker: executes discrete tool calls with known parameters — no model call — with
-its own ContentProvider, in a delegation (`agent.jobs.WorkerJob`) that can be stopped, so a
+"""The Worker: executes discrete tool calls with known parameters — no model call — in a
+delegation (`agent.jobs.WorkerJob`) that can be stopped, so a
 failing or hanging tool cannot take the turn down."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..llm.client import ToolCall
-from .registers import ContentProvider
 from .requests import TurnObserver
 from .tool_handlers import ToolContext, execute
+from .transcript import ToolCallRecord
 
 
 class Worker:
@@ -20,7 +20,7 @@ class Worker:
     def __init__(self, ctx: ToolContext, *, observer: TurnObserver) -> None:
         self.ctx = ctx
         self.observer = observer
-        self.provider = ContentProvider()
+        self.records: list[ToolCallRecord] = []
 
     def execute(self, calls: Sequence[ToolCall]) -> dict[str, Any]:
         for call in calls:
@@ -29,5 +29,5 @@ class Worker:
             self.observer.tool_started(self.ctx.agent, call.id, call.name, call.arguments)
             record = execute(call, self.ctx)
             self.observer.tool_finished(record)
-            self.provider.manifest.items.append(record)
-        return {"executed": len(self.provider.manifest.items)}
+            self.records.append(record)
+        return {"executed": len(self.records)}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import sqlite3
 import sys
 from typing import Any
 
@@ -75,15 +74,20 @@ class VaultctxGroup(click.Group):
         except VaultctxError as exc:
             error(_escape(str(exc)))
             sys.exit(exc.exit_code)
-        except sqlite3.Error as exc:
-            error(f"index database error: {_escape(str(exc))}")
-            sys.exit(1)
         except UnicodeEncodeError:  # an argument the terminal passed as undecodable bytes
             error("an argument is not valid UTF-8 text")
             sys.exit(InvalidQuery.exit_code)
         except KeyboardInterrupt:
             error("interrupted")
             sys.exit(130)
+        except Exception as exc:
+            from ..storage.db import database_error  # what storage left unmapped
+
+            mapped = database_error(exc)
+            if mapped is None:
+                raise
+            error(_escape(str(mapped)))
+            sys.exit(mapped.exit_code)
 
 
 @click.group(cls=VaultctxGroup)

@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 # rich, pydantic and numpy are imported inside the functions that need them: a `--json`
 # query answered by a warm server must not pay for them.
 
-RETRIEVER_LETTERS = {"lexical": "L", "vector": "V", "graph": "G", "memory": "M"}
-
 
 def filter_options(fn):
     """--path/--tag/--field/--since/--until/--kind, shared by select and context."""
@@ -268,7 +266,7 @@ def render_selection(selection: Selection, *, title: str, empty: str) -> None:
         rows = zip(selection.candidates, notes, strict=True)
         for rank, (candidate, note) in enumerate(rows, start=1):
             found = " ".join(
-                f"{RETRIEVER_LETTERS.get(name, name[:1].upper())}{source.rank}"
+                f"{name[:1].upper()}{source.rank}"  # each retriever by its initial
                 for name, source in sorted(candidate.sources.items())
             )
             table.add_row(
@@ -283,9 +281,7 @@ def render_selection(selection: Selection, *, title: str, empty: str) -> None:
     console.print(
         f"[dim]{d['select_ms']:.1f} ms · path {d['retrieval_path']} · "
         + " · ".join(
-            f"{name} {d[f'{name}_hits']} hits/{d[f'{name}_ms']:.1f} ms"
-            for name in ("lexical", "vector", "graph", "memory")
-            if f"{name}_hits" in d
+            f"{name} {d[f'{name}_hits']} hits/{d[f'{name}_ms']:.1f} ms" for name in d["retrievers"]
         )
         + f" · {d['store_size']} blocks[/]"
     )

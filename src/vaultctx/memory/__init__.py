@@ -5,11 +5,10 @@ from .extract import DeterministicExtractor, Extractor, LLMExtractor, Turn
 from .models import Memory, MemoryContext, MemoryKind, MemorySource, Observation, Tier
 from .scratchpad import ScratchpadRepository
 from .select_retriever import MemoryRetriever
-from .service import AgentMemoryFacade
+from .service import MemoryService
 from .store import MemoryRepository
 
 __all__ = [
-    "AgentMemoryFacade",
     "BackgroundWriter",
     "DeterministicExtractor",
     "Extractor",
@@ -19,6 +18,7 @@ __all__ = [
     "MemoryKind",
     "MemoryRepository",
     "MemoryRetriever",
+    "MemoryService",
     "MemorySource",
     "Observation",
     "ScratchpadRepository",

@@ -25,12 +25,7 @@ class MemoryRetriever:
     def retrieve(self, request: RetrievalRequest) -> list[Hit]:
         if request.allowed is not None:
             return []  # note filters (path, tags, dates) select notes; memories are none
-        memories = self._search(
-            request.query,
-            k=request.limit,
-            query_vector=request.query_vector,
-            reader=request.view,
-        )
+        memories = self._search(request.query, k=request.limit, reader=request.view)
         return [Hit(f"memory:{m.id}", m.score, {"candidate": to_candidate(m)}) for m in memories]
 
 

@@ -1,4 +1,4 @@
-"""`AgentMemoryFacade`: the one entry point to memory. Every door — the Python API, the CLI,
+"""`MemoryService`: the one entry point to memory. Every door — the Python API, the CLI,
 the HTTP server, MCP and the agent's turns — writes and searches through it, so they all
 remember the same things and rank them the same way."""
 
@@ -67,7 +67,7 @@ def _user() -> str:
         return "user"
 
 
-class AgentMemoryFacade:
+class MemoryService:
     """Tiered memory for one vault and its user. Thread-safe; writes from `persist_turn`
     happen in a background thread — call `flush()` to wait for them."""
 
@@ -134,7 +134,7 @@ class AgentMemoryFacade:
         scope: ReadScope | None = None,
         person: Person | None = None,
         vault_memory: MemoryRepository | None = None,
-    ) -> AgentMemoryFacade:
+    ) -> MemoryService:
         """Memory beside the vault's index (`memory.db`), the account's under the user data
         dir — or, for one `person` of a team, in their own folder beside the index, with
         their conversations' memories (nobody else's context ever holds either). With a
@@ -400,10 +400,9 @@ class AgentMemoryFacade:
         query: str,
         *,
         k: int,
-        query_vector: np.ndarray | None = None,
         reader: IndexView | None = None,
     ) -> list[Memory]:
-        return self.search(query, k=k, query_vector=query_vector, reader=reader)
+        return self.search(query, k=k, reader=reader)
 
     def retrieve_for_turn(
         self,
@@ -542,7 +541,8 @@ class AgentMemoryFacade:
         if selector is None or "memory" in selector.retrievers:
             return
         if any(repo.count() for repo in self.places.repos()):
-            selector.add_retriever(self._retriever)
+            weight = selector.vault.config.weight_memory
+            selector.add_retriever(self._retriever, weight=weight, kinds=("memory",))
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -552,7 +552,7 @@ class AgentMemoryFacade:
         self._pool.shutdown(wait=True)
         self.places.close()
 
-    def __enter__(self) -> AgentMemoryFacade:
+    def __enter__(self) -> MemoryService:
         return self
 
     def __exit__(self, *exc: object) -> None:

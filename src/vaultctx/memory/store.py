@@ -354,9 +354,6 @@ class MemoryRepository(DraftMerging, BookSharing):
             .fetchone()[0]
         )
 
-    def integrity_ok(self) -> bool:
-        return self.connect().execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-
     def close(self) -> None:
         self.db.close()
         self._secure = threading.local()

@@ -84,10 +84,6 @@ class MemoryWrites:
         """Embed and write drafts now; the memories written (or merged into), in order."""
         return self._write(list(zip(drafts, self.embed([d.text for d in drafts]), strict=True)))
 
-    def write_turn(self, job: TurnJob) -> list[Memory]:
-        """Derive what a turn leaves and write it now; the turn's own memory first."""
-        return self.write(self.deriver.derive(job))
-
     def _write(self, drafts: Drafts) -> list[Memory]:
         written: dict[int, Memory] = {}
         for account in (False, True):

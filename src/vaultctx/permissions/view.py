@@ -52,7 +52,6 @@ class IndexView:
         self.restricts = restricts
         self._may_read = may_read
         self.generation = generation  # the index generation the view was built at
-        self.errors = reads.errors
         self._hidden_paths: frozenset[str] | None = None
 
     def readable(self, path: str) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..search.hybrid import HYBRID, after_embed_error
 from .note_ranking import LENGTH_CORRECTION, note_id
-from .retrievers import VECTOR_READ_ERROR, Retrieved, Run, Search
+from .retrievers import BUILT_IN, VECTOR_READ_ERROR, Retrieved, Run, Search
 
 
 def diagnostics_of(
@@ -22,7 +22,8 @@ def diagnostics_of(
     """What each retriever took and found, and which path answered."""
     runs = found.runs
     out: dict[str, Any] = {"select_ms": round((time.perf_counter() - started) * 1000, 3)}
-    for name in ("lexical", "vector", "graph", *retrievers):
+    out["retrievers"] = ran = [*BUILT_IN, *retrievers]
+    for name in ran:
         run = runs.get(name, Run(skipped=True))
         out[f"{name}_ms"] = round(run.ms, 3)
         out[f"{name}_hits"] = len(run.hits)

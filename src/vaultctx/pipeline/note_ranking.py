@@ -94,6 +94,8 @@ FURTHER_BLOCK_FACTOR = 0.5  (pipeline/note_ranking.py)
     untuned
 RANK_SCALE = 10.0  (pipeline/note_ranking.py)
     untuned
+PLUGIN_WEIGHT = 1.0  (pipeline/note_ranking.py)
+    untuned: the fusion weight of a plug-in retriever registered without one
 LENGTH_CORRECTION = 0.3  (pipeline/note_ranking.py)
     suite, with `weight_graph` 0.75: macro 0.7761 → 0.7810; 0.4 cost foam 0.017, 0.2 gains
     less
@@ -204,6 +206,7 @@ SKETCH_CANDIDATES = 10_000
 VECTOR_SHARE_OTHER_LANGUAGE = 0.25
 FURTHER_BLOCK_FACTOR = 0.5  # each further block of a note counts this share of the last
 RANK_SCALE = 10.0  # a list without comparable scores: rank r counts 10 / (10 + r - 1)
+PLUGIN_WEIGHT = 1.0  # a plug-in retriever's fusion weight unless it is registered with one
 # The share of a long note's expected lucky-maximum gain taken back from its best cosine.
 LENGTH_CORRECTION = 0.3
 SPREAD_SAMPLE = 4096  # rows the spread of a query's cosines is estimated from

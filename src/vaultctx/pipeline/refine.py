@@ -179,7 +179,7 @@ class Refiner:
         *,
         policy: VaultPolicy | None = None,
     ) -> None:
-        self.ws = vault
+        self.vault = vault
         self.selector = selector
         self.policy = policy
         self.cache = GateCache(cache_size)
@@ -342,7 +342,7 @@ class Refiner:
         """The candidates' embeddings from the Selector's in-memory matrix (no re-embedding),
         or (None, None) when the index has none for the current model."""
         model = view.meta("embedding_model")
-        if not candidates or model is None or model != self.ws.embedder.model_id:
+        if not candidates or model is None or model != self.vault.embedder.model_id:
             return None, None
         matrix = self.selector.matrix(model)
         if matrix.size == 0:

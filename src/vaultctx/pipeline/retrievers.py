@@ -6,8 +6,9 @@ Each retriever fills a `Run`: its hits best first, its time and, if it failed, i
 `ann_min_vectors`, of the blocks the matrix's sketch ranks best), refined once by
 pseudo-relevance feedback (`feedback`); the graph run is the notes linked to what
 the user has open. A plug-in `Retriever` is asked a `RetrievalRequest` and answers with
-ranked hits that fusion places beside the built-in lists: memory plugs in through it
-(`memory.select_retriever.MemoryRetriever`) without knowing select.
+ranked hits that fusion places beside the built-in lists (see docs/search.md, "Adding a
+retriever"): memory plugs in through it (`memory.select_retriever.MemoryRetriever`) without
+select knowing memory.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from ..errors import IndexDatabaseError, IndexUnavailable
 from ..search.fusion import Hit, rrf_order
 from ..search.hybrid import model_failure
 from ..search.query import QueryTokenizer, build_query
@@ -33,6 +35,7 @@ from .note_ranking import (
     FEEDBACK_POOL,
     FEEDBACK_WEIGHT,
     NOTE_DEPTH,
+    PLUGIN_WEIGHT,
     SKETCH_CANDIDATES,
     SPREAD_SAMPLE,
     VECTOR_DEPTH,
@@ -46,23 +49,24 @@ if TYPE_CHECKING:
     from ..storage.index_reads import IndexReads
     from .timewindow import TimeWindow
 
+BUILT_IN = ("lexical", "vector", "graph")  # the retrievers select runs itself, in this order
 # The vector run's error when the index failed to give it vectors (not the model: `embed`).
 VECTOR_READ_ERROR = "vectors"
 
 
-@dataclass
+@dataclass(frozen=True)
 class RetrievalRequest:
-    """What a pluggable retriever is asked: the query, how many hits, which notes are
-    allowed (None: all), the query vector when one was computed, and `view`: the index as
-    the reader may see it, the one thing a retriever should read. Whatever it returns,
-    fusion keeps only hits inside that view."""
+    """What a plug-in retriever is asked, and all it should read: the query, how many hits,
+    the filters and the notes they allow (None: all), and `view`, the index as the reader
+    may see it (the policy's hidden notes left out) at index `generation`. Whatever it
+    returns, select keeps only the hits inside that view (`within_view`)."""
 
     query: str
     limit: int
     filters: Filters
+    view: IndexView
+    generation: str | None
     allowed: set[int] | None = None
-    query_vector: np.ndarray | None = None
-    view: IndexReads | None = None
 
 
 class Retriever(Protocol):
@@ -75,6 +79,20 @@ class Retriever(Protocol):
     name: str
 
     def retrieve(self, request: RetrievalRequest) -> Sequence[Hit]: ...
+
+
+@dataclass(frozen=True)
+class Plugged:
+    """A registered plug-in retriever: its fusion weight and the candidate kinds its hits
+    are (None: any), so a select filtered to other kinds does not ask it."""
+
+    retriever: Retriever
+    weight: float = PLUGIN_WEIGHT
+    kinds: frozenset[str] | None = None
+
+    def wanted(self, kinds: Collection[str]) -> bool:
+        """Whether a select asking for candidates of `kinds` (empty: all) asks this one."""
+        return not kinds or self.kinds is None or not self.kinds.isdisjoint(kinds)
 
 
 @dataclass
@@ -189,8 +207,8 @@ def lexical_run(
         hits = [Hit(f"block:{rowid}", score) for rowid, score in found]
         # Read while the model still encodes the query: ranking needs it right after.
         owners = block_notes(reads, [h.key for h in hits])
-    except reads.errors as exc:
-        return None, Run([], (time.perf_counter() - t0) * 1000, f"fts: {exc}")
+    except IndexDatabaseError as exc:
+        return None, Run([], (time.perf_counter() - t0) * 1000, f"fts: {exc.detail}")
     return built, Run(hits, (time.perf_counter() - t0) * 1000, owners=owners)
 
 
@@ -266,12 +284,11 @@ def vector_run(
     allowed: set[int] | None,
     hidden: frozenset[int],
     out_vector: list[np.ndarray | None],
-    read_errors: tuple[type[Exception], ...] = (),
 ) -> Run:
     """The first pass of vector search: every block scored against the query's embedding
     (`embed`, which it stores in `out_vector`), the best blocks, and the pool of rows
-    feedback scores again. A broken model, or a failed read of the vectors (`read_errors`:
-    the index's database errors), is the run's error, not select's; each says which.
+    feedback scores again. A broken model, or a failed read of the vectors (the index's
+    database failing, or out of reach), is the run's error, not select's; each says which.
 
     A matrix with a sketch (too large to score whole at every query) has only the
     SKETCH_CANDIDATES rows its sketch ranks best scored, or the allowed notes' blocks when
@@ -291,8 +308,9 @@ def vector_run(
             spread_scores = vectors.scores(
                 vector, notes_allowed, rows=sample, hidden_notes=notes_hidden
             )
-    except read_errors as exc:
-        return Run([], (time.perf_counter() - t0) * 1000, f"{VECTOR_READ_ERROR}: {exc}")
+    except (IndexDatabaseError, IndexUnavailable) as exc:
+        detail = exc.detail if isinstance(exc, IndexDatabaseError) else str(exc)
+        return Run([], (time.perf_counter() - t0) * 1000, f"{VECTOR_READ_ERROR}: {detail}")
     except Exception as exc:  # a broken model must not take select down with it
         return Run([], (time.perf_counter() - t0) * 1000, f"embed: {model_failure(exc)}")
     run = Run(

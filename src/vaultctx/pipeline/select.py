@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import IndexUnavailable, InvalidQuery, NoteNotFound
+from ..errors import ConfigError, InvalidQuery, NoteNotFound
 from ..permissions.view import ReadScope
 from ..search.fusion import Fused, Hit
 from ..search.query import QueryTokenizer, key_terms
 from ..search.vectors import VectorMatrix, VectorStore
-from ..storage.language import query_languages, vault_languages
+from ..storage.language import query_languages
 from ..storage.lexical import LexicalQuery
 from . import timewindow
 from .candidates import BLOCK_LISTS, build_candidates
@@ -39,6 +39,7 @@ from .note_ranking import (
     FOCUS_RELEVANCE,
     LEXICAL_DEPTH,
     NOTE_DEPTH,
+    PLUGIN_WEIGHT,
     VECTOR_SHARE_OTHER_LANGUAGE,
     RankedNote,
     best_passages,
@@ -50,6 +51,8 @@ from .note_ranking import (
     roll_up,
 )
 from .retrievers import (
+    BUILT_IN,
+    Plugged,
     RetrievalRequest,
     Retrieved,
     Retriever,
@@ -94,7 +97,7 @@ class Selector:
         and threads this one uses too: one copy serves every reader, loaded through the
         widest view (what the server's policy lets any destination see), each reader's own
         hidden notes masked where it is used."""
-        self.ws = vault
+        self.vault = vault
         self.scope = scope
         self._shares = shares
         self._shared_scope: ReadScope = (
@@ -106,7 +109,7 @@ class Selector:
             else shares.vectors
         )
         self.graph: LinkGraphStore = LinkGraphStore() if shares is None else shares.graph
-        self.retrievers: dict[str, Retriever] = {}
+        self.retrievers: dict[str, Plugged] = {}  # the plug-in retrievers, by name
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -117,10 +120,26 @@ class Selector:
 
     # --- plumbing ------------------------------------------------------------------------
 
-    def add_retriever(self, retriever: Retriever) -> None:
-        """Register an extra retriever; its fusion weight is `weight_<name>` in the config."""
+    def add_retriever(
+        self,
+        retriever: Retriever,
+        *,
+        weight: float | None = None,
+        kinds: Collection[str] | None = None,
+    ) -> None:
+        """Rank `retriever`'s hits beside the built-in lists, with fusion `weight` (None:
+        `PLUGIN_WEIGHT`); `kinds`:
+        the candidate kinds its hits are (None: any), so a select filtered to others skips
+        it. A name already registered is replaced; a built-in one is refused."""
+        if retriever.name in BUILT_IN:
+            raise ConfigError(f"a plug-in retriever cannot be named {retriever.name!r}: built in")
+        plugged = Plugged(
+            retriever,
+            PLUGIN_WEIGHT if weight is None else float(weight),
+            None if kinds is None else frozenset(kinds),
+        )
         # A new dict, not an insert: selects running meanwhile iterate over the old one.
-        self.retrievers = {**self.retrievers, retriever.name: retriever}
+        self.retrievers = {**self.retrievers, retriever.name: plugged}
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._shares is not None:
@@ -169,12 +188,12 @@ class Selector:
     def _vault_languages(
         self, reads: IndexReads, generation: str | None, hidden: frozenset[int]
     ) -> tuple[str, ...]:
-        """The languages of the notes a client may read (`language.vault_languages`; a hidden
+        """The languages of the notes a client may read (`vault_languages`; a hidden
         note's language must not show in how a query is read), once per index generation and
         set of hidden notes."""
         cached = self._languages
         if cached is None or cached[0] != generation or cached[1] is not hidden:
-            languages = vault_languages(reads, self.ws.config.language, hidden)
+            languages = vault_languages(reads, self.vault.config.language, hidden)
             cached = self._languages = (generation, hidden, languages)
         return cached[2]
 
@@ -185,15 +204,15 @@ class Selector:
 
     def weights(self, languages: Sequence[str] = ("en",)) -> dict[str, float]:
         """Fusion weights for a query read in `languages` (the first is its own)."""
-        cfg = self.ws.config
+        cfg = self.vault.config
         spoken = "*" in cfg.embedding_languages or languages[0] in cfg.embedding_languages
         weights = {
             "lexical": cfg.weight_lexical,
             "vector": cfg.weight_vector * (1.0 if spoken else VECTOR_SHARE_OTHER_LANGUAGE),
             "graph": cfg.weight_graph,
         }
-        for name in self.retrievers:
-            weights[name] = float(getattr(cfg, f"weight_{name}", 1.0))
+        for name, plugged in self.retrievers.items():
+            weights[name] = plugged.weight
         return weights
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -202,7 +221,7 @@ class Selector:
             if cached is not None:
                 self._query_vectors.move_to_end(text)
                 return cached
-        vector = self.ws.embedder.encode_query(text)
+        vector = self.vault.embedder.encode_query(text)
         with self._query_vectors_lock:
             self._query_vectors[text] = vector
             if len(self._query_vectors) > 128:
@@ -251,7 +270,7 @@ class Selector:
             k=k,
             max_per_note=max_per_note,
             kinds=search.filters.kinds,
-            rrf_k=self.ws.config.rrf_k,
+            rrf_k=self.vault.config.rrf_k,
             matrix=found.matrix,
             query_vector=found.query_vector,
         )
@@ -278,7 +297,9 @@ class Selector:
             }
         explained = None
         if explain:
-            explained = explanation(search, found, pointers, weights, self.ws.config.weight_graph)
+            explained = explanation(
+                search, found, pointers, weights, self.vault.config.weight_graph
+            )
             explained["ranks"] = {
                 c.id: {name: s.rank for name, s in c.sources.items()} for c in candidates
             }
@@ -343,7 +364,7 @@ class Selector:
         """Every retriever, side by side: vector search and plug-in retrievers in worker
         threads while FTS5 and the graph run in this one; then the vector side's feedback."""
         model = search.reads.meta("embedding_model")
-        vectors_indexed = model is not None and model == self.ws.embedder.model_id
+        vectors_indexed = model is not None and model == self.vault.embedder.model_id
         vector_of_query: list[np.ndarray | None] = [query_vector]
         vector_future = None
         if use_vectors and vectors_indexed:
@@ -396,21 +417,18 @@ class Selector:
             allowed=search.allowed,
             hidden=search.hidden,
             out_vector=out_vector,
-            read_errors=(*shared.errors, IndexUnavailable),
         )
 
     def _start_plugins(self, search: Search) -> dict[str, Future[Run]]:
-        """Each plug-in retriever asked for (memory only when memories may be returned), in
-        a worker thread."""
+        """Each plug-in retriever asked for (and whose kinds the filters let through), in a
+        worker thread."""
         started: dict[str, Future[Run]] = {}
-        kinds = search.filters.kinds
-        for name, retriever in self.retrievers.items():
-            if not search.on(name) or (kinds and name not in kinds and name == "memory"):
-                continue
-            request = RetrievalRequest(
-                search.text, NOTE_DEPTH, search.filters, search.allowed, view=search.reads
-            )
-            started[name] = self._executor().submit(timed, retriever.retrieve, request)
+        request = RetrievalRequest(
+            search.text, NOTE_DEPTH, search.filters, search.reads, search.generation, search.allowed
+        )
+        for name, plugged in self.retrievers.items():
+            if search.on(name) and plugged.wanted(search.filters.kinds):
+                started[name] = self._executor().submit(timed, plugged.retriever.retrieve, request)
         return started
 
     def _lexical_run(self, search: Search) -> tuple[LexicalQuery | None, Run]:
@@ -437,7 +455,7 @@ class Selector:
             hidden=search.hidden,
             allowed=search.allowed,
             open_note=search.open_note,
-            half_life_hours=self.ws.config.focus_half_life_hours,
+            half_life_hours=self.vault.config.focus_half_life_hours,
         )
 
     def _finish_vector_search(
@@ -458,7 +476,7 @@ class Selector:
                 run,
                 query_vector,
                 self.vectors.get(search.shared, search.shared_key, model),
-                self.ws.config.rrf_k,
+                self.vault.config.rrf_k,
                 allowed=search.allowed,
                 hidden=search.hidden,
             )
@@ -493,7 +511,7 @@ class Selector:
         )
         fused, traded = _follow_pointers(reads, fused, runs, owners, k)
         nearness = {hit.key: hit.score for hit in runs["graph"].hits}
-        return lift(fused, nearness, self.ws.config.weight_graph), traded
+        return lift(fused, nearness, self.vault.config.weight_graph), traded
 
     # --- focus ---------------------------------------------------------------------------
 
@@ -502,7 +520,7 @@ class Selector:
         reads = self.scope.view()
         shared, key = self._shared_view(reads)
         size = self.graph.get(shared, key).size
-        return current_focus(reads, size, self.ws.config.focus_half_life_hours)
+        return current_focus(reads, size, self.vault.config.focus_half_life_hours)
 
     def clear_focus(self) -> Focus:
         """See `Workspace.clear_focus`."""
@@ -526,13 +544,12 @@ class Selector:
         and headings weighing more than its text) for FTS5, the mean of its blocks' vectors
         for the vector side (nothing to embed), the note as the open one for the graph —
         and the note itself left out."""
-        ws = self.ws
         reads = self.scope.view()
         found = reads.note_title_language(note_id)
         if found is None:
             raise NoteNotFound(f"no note named {path!r}")
         title, language = found
-        language = ws.config.language or language or "en"
+        language = self.vault.config.language or language or "en"
         sections = reads.note_sections(note_id)
         text = "\n".join(
             [title] * RELATED_TITLE_WEIGHT
@@ -557,7 +574,7 @@ class Selector:
     def _note_vector(self, reads: IndexView, note_id: int) -> np.ndarray | None:
         """The unit mean of a note's block vectors, or None when it has none (yet)."""
         model = reads.meta("embedding_model")
-        if model is None or model != self.ws.embedder.model_id:
+        if model is None or model != self.vault.embedder.model_id:
             return None
         shared, key = self._shared_view(reads)
         matrix = self.vectors.get(shared, key, model)
@@ -567,6 +584,20 @@ class Selector:
         mean = matrix.matrix[rows].mean(axis=0)
         norm = float(np.linalg.norm(mean))
         return (mean / norm).astype(np.float32) if norm else None
+
+
+def vault_languages(
+    reads: IndexReads, setting: str | None, hidden: Collection[int] = ()
+) -> tuple[str, ...]:
+    """The languages of a vault's notes (leaving out the `hidden` ones), most notes first:
+    its `language` setting, or every language read from a note (a query too short to tell
+    is read in each, so a French note in an English vault is found by its French words);
+    English when none."""
+    if setting is not None:
+        return (setting,)
+    counts = reads.language_counts(hidden)
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return tuple(language for language, _ in ranked) or ("en",)
 
 
 def _follow_pointers(

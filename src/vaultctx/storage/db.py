@@ -7,12 +7,13 @@ import fcntl
 import os
 import shutil
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..config import private_dir, private_file
-from ..errors import IndexCorrupt, IndexLocked
+from ..errors import IndexCorrupt, IndexDatabaseError, IndexLocked, VaultctxError
 from . import migrations
 from .language import analyse
 
@@ -38,6 +39,24 @@ def map_sqlite_error(exc: sqlite3.Error, path: Path) -> Exception:
             f"index {path} is damaged ({message}); delete it and run `vaultctx index`"
         )
     return exc
+
+
+def sqlite_error(exc: sqlite3.Error, path: Path | None) -> VaultctxError:
+    """sqlite3's error as the project's: locked, damaged, or else `IndexDatabaseError`."""
+    mapped = map_sqlite_error(exc, path) if path is not None else exc
+    return mapped if isinstance(mapped, VaultctxError) else IndexDatabaseError(str(exc))
+
+
+def database_error(exc: BaseException, path: Path | None = None) -> VaultctxError | None:
+    """A database error of either backend (sqlite3's, psycopg's) as the project's error
+    (locked, damaged, or `IndexDatabaseError`); None for any other exception. Where the
+    storage layer does not map its errors itself, a door maps what reaches it with this."""
+    if isinstance(exc, sqlite3.Error):
+        return sqlite_error(exc, path)
+    psycopg = sys.modules.get("psycopg")  # loaded only where a database URL is used
+    if psycopg is not None and isinstance(exc, psycopg.Error):
+        return IndexDatabaseError(str(exc))
+    return None
 
 
 def erase_tree(path: Path) -> None:
@@ -78,7 +97,7 @@ class IndexDatabase:
             raise IndexCorrupt(f"index {path}: {exc}") from exc
         except sqlite3.Error as exc:
             self.close()
-            raise map_sqlite_error(exc, path) from exc
+            raise sqlite_error(exc, path) from exc
 
     def connect(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -105,14 +124,19 @@ class IndexDatabase:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            raise map_sqlite_error(exc, self.path) from exc
+            raise sqlite_error(exc, self.path) from exc
         try:
             yield conn
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise sqlite_error(exc, self.path) from exc
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        else:
+        try:
             conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise sqlite_error(exc, self.path) from exc
 
     @contextlib.contextmanager
     def one_checkpoint(self) -> Iterator[None]:

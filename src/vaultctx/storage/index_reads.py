@@ -8,12 +8,15 @@ own (note ids, block ids); rows come back as plain tuples and dicts.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Collection, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from ..errors import IndexDatabaseError
 from .lexical import FtsTerms, LexicalQuery, run_bm25
 
 if TYPE_CHECKING:
@@ -25,9 +28,8 @@ _VECTORS_OF_BLOCKS = "FROM embeddings e JOIN blocks b ON b.embed_hash = e.hash W
 
 
 class IndexReads(Protocol):
-    errors: tuple[type[Exception], ...]
-    """What a failed read raises (the backend's database errors): a retriever that reads
-    alone (the lexical run) fails alone on them, never select."""
+    """A failed read raises `IndexDatabaseError` (`maps_database_errors`): a retriever that
+    reads alone (the lexical run) fails alone on it, never select."""
 
     # --- the index as a whole
     def meta(self, key: str) -> str | None:
@@ -184,15 +186,48 @@ def candidate_fields(row: Sequence[Any]) -> dict[str, Any]:
     )
 
 
+Reads = TypeVar("Reads", bound=type)
+
+
+def maps_database_errors(cls: Reads) -> Reads:
+    """`cls`'s public reads, and the iterators they return, raise `IndexDatabaseError` for
+    the backend's database errors (the instance's `errors`): the seam where sqlite3's and
+    psycopg's errors become the project's."""
+    for name, member in list(vars(cls).items()):
+        if not name.startswith("_") and inspect.isfunction(member):
+            setattr(cls, name, _mapped(member))
+    return cls
+
+
+def _mapped(read: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(read)
+    def mapped(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            result = read(self, *args, **kwargs)
+        except self.errors as exc:
+            raise IndexDatabaseError(str(exc)) from exc
+        return _mapped_rows(self.errors, result) if inspect.isgenerator(result) else result
+
+    return mapped
+
+
+def _mapped_rows(errors: tuple[type[Exception], ...], rows: Iterator[Any]) -> Iterator[Any]:
+    try:
+        yield from rows
+    except errors as exc:
+        raise IndexDatabaseError(str(exc)) from exc
+
+
 # `find_note`'s names: what each is compared with.
 _NAME_COLUMNS = {"path": "path", "title": "title", "file": "substr(path, -length(?))"}
 
 
+@maps_database_errors
 class SqliteReads:
     """`IndexReads` over the SQLite index: each call reads on the calling thread's own
     connection (`IndexDatabase.connect`), so any thread may call."""
 
-    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,)  # what `maps_database_errors` maps
 
     def __init__(self, db: IndexDatabase) -> None:
         self.db = db

@@ -15,6 +15,9 @@ The porter tokenizer then runs over every term, of the index and of the query al
 `analyse` gives the same result for the same text and language every time: deleting a
 block from the full-text index (external content) replays it. `ANALYSIS` names the analysis;
 the indexer analyses the whole index again when it changes.
+
+Pure text analysis: nothing here reads the index (a vault's languages, counted from it, are
+select's: `pipeline.select.vault_languages`).
 """
 
 from __future__ import annotations
@@ -25,16 +28,13 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from importlib import resources
-from typing import TYPE_CHECKING, get_args
+from typing import get_args
 
 import Stemmer
 
 from ..config import Language
-
-if TYPE_CHECKING:
-    from .index_reads import IndexReads
 
 # Snowball's stemmer for each language whose stop-words ship in stopwords.txt.
 STEMMERS = {
@@ -274,17 +274,3 @@ def in_stop_list(word: str, language: str) -> bool:
     lower = word.lower()
     listed = _stop_lists().get(language, frozenset())
     return lower in listed or fold(lower) in listed
-
-
-def vault_languages(
-    reads: IndexReads, setting: str | None, hidden: Collection[int] = ()
-) -> tuple[str, ...]:
-    """The languages of a vault's notes (leaving out the `hidden` ones), most notes first:
-    its `language` setting, or every language read from a note (a query too short to tell
-    is read in each, so a French note in an English vault is found by its French words);
-    English when none."""
-    if setting is not None:
-        return (setting,)
-    counts = reads.language_counts(hidden)
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    return tuple(language for language, _ in ranked) or ("en",)

@@ -54,6 +54,14 @@ describe("the results", () => {
 		expect(found.map((b) => b.label)).toEqual(["lexical #2", "vector #4", "graph #1"]);
 		expect(found[1].title).toBe("vector: rank 4, score 0.61 — its meaning is close (embedding search)");
 	});
+
+	it("name a plug-in retriever the server ran, after the built-in ones", () => {
+		const found = badges(
+			candidate("A.md", { sources: { titles: { rank: 1, score: 1 }, lexical: { rank: 3, score: 2.5 } } }),
+		);
+		expect(found.map((b) => b.label)).toEqual(["lexical #3", "titles #1"]);
+		expect(found[1].title).toBe("titles: rank 1, score 1.00 — found by the titles retriever");
+	});
 });
 
 describe("a snippet", () => {

@@ -455,15 +455,19 @@ function tableRows(text) {
   }).join("\n");
 }
 function badges(candidate) {
-  var _a;
+  var _a, _b;
+  const sources = (_a = candidate.sources) != null ? _a : {};
+  const known = RETRIEVERS.filter((name) => name in sources);
+  const others = Object.keys(sources).filter((name) => !RETRIEVERS.includes(name));
   const found = [];
-  for (const retriever of RETRIEVERS) {
-    const source = (_a = candidate.sources) == null ? void 0 : _a[retriever];
+  for (const retriever of [...known, ...others]) {
+    const source = sources[retriever];
     if (!source) continue;
+    const why = (_b = WHY[retriever]) != null ? _b : `found by the ${retriever} retriever`;
     found.push({
       retriever,
       label: `${retriever} #${source.rank}`,
-      title: `${retriever}: rank ${source.rank}, score ${formatScore(source.score)} \u2014 ${WHY[retriever]}`
+      title: `${retriever}: rank ${source.rank}, score ${formatScore(source.score)} \u2014 ${why}`
     });
   }
   return found;

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import IndexUnavailable
-from ..index_reads import candidate_fields
+from ..index_reads import candidate_fields, maps_database_errors
 from ..lexical import FtsTerms, LexicalQuery
 from .postings import (
     DEAD_KEYS,
@@ -91,6 +91,7 @@ def _kept(note: np.ndarray, allowed: Collection[int] | None, hidden: Collection[
     return keep
 
 
+@maps_database_errors
 class PostgresReads:
     """`IndexReads` over a PostgreSQL database: a connection per calling thread (psycopg
     connections are not shared between threads here), and a local FTS5 tokenizer so query
