@@ -13,13 +13,14 @@ then waits forever; here each such line is answered with a JSON-RPC error instea
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import os
 import re
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, BinaryIO, Literal, TypeVar, cast
+from typing import Annotated, Any, BinaryIO, TypeVar, cast
 
 import anyio
 from mcp import types as mcp_types
@@ -30,9 +31,10 @@ from mcp.shared.message import SessionMessage
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
+from . import operations
 from ._version import __version__
 from .errors import VaultctxError
-from .workspace import Filters, Workspace
+from .workspace import Workspace
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -44,7 +46,6 @@ RECORDS_CONTEXT = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 MAX_NOTE_CHARS = 200_000
-TierName = Literal["conversation", "channel", "workspace", "account"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -55,7 +56,7 @@ def tool_errors(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            json.dumps([args, kwargs], ensure_ascii=False).encode("utf-8")
+            json.dumps([args, kwargs], ensure_ascii=False, default=str).encode("utf-8")
         except UnicodeEncodeError:  # JSON may spell a lone surrogate ("\ud800")
             raise ToolError("InvalidQuery: the text is not valid Unicode") from None
         try:
@@ -258,36 +259,41 @@ def tool_catalog() -> list[tuple[str, str]]:
 
 
 def _add_tools(server: MCPServer, ws: Workspace, *, use_vectors: bool) -> None:
-    @server.tool(title="Select context from the vault", annotations=READ_ONLY)
-    @tool_errors
-    def select(
-        query: str,
-        k: int = 10,
-        path: str | None = None,
-        tags: list[str] | None = None,
-    ) -> dict[str, Any]:
+    def offer(
+        request_type: type[operations.Request], title: str, annotations: ToolAnnotations
+    ) -> Callable[[Callable[..., None]], None]:
+        """The shared operation `request_type` as a tool: its input schema is the request's
+        fields (but `MODEL_CHOICES`: the model is the owner's choice, not the client's),
+        its description the decorated function's docstring."""
+
+        def register(described: Callable[..., None]) -> None:
+            def tool(**arguments: Any) -> dict[str, Any]:
+                request = request_type.model_validate(arguments)
+                if not use_vectors and "no_vectors" in request_type.model_fields:
+                    request = request.model_copy(update={"no_vectors": True})
+                return request.answer(ws)
+
+            tool.__name__ = request_type.name
+            tool.__doc__ = described.__doc__
+            tool.__signature__ = tool_signature(request_type)  # type: ignore[attr-defined]  # read by inspect.signature, as the SDK builds the schema
+            server.add_tool(tool_errors(tool), title=title, annotations=annotations)
+
+        return register
+
+    @offer(operations.SelectRequest, "Select context from the vault", READ_ONLY)
+    def select() -> None:
         """Rank the vault's passages for `query` (full-text, embeddings and the link graph,
         fused). `path` keeps one folder or glob ('Journal/2025-*'); `tags` keeps notes
         carrying all of these tags. Returns candidates with path, heading, text, score and
         confidence; `no_good_match` true (and `verdict` "no good match; closest: ...") means
         the vault holds nothing that answers the query well: the candidates are only the
         closest, not an answer."""
-        selection = ws.select(
-            query,
-            k=max(1, min(k, 100)),
-            filters=Filters(path=path, tags=tuple(tags or ())),
-            use_vectors=use_vectors,
-        )
-        return selection.contract()
 
-    @server.tool(title="Notes related to a note", annotations=READ_ONLY)
-    @tool_errors
-    def related(note: str, k: int = 10) -> dict[str, Any]:
+    @offer(operations.RelatedRequest, "Notes related to a note", READ_ONLY)
+    def related() -> None:
         """The notes that matter for one note (vault path, file name, title or alias): its
         words, its meaning and its links as the query, the note itself left out; one
         passage per note, with path, heading, text, score and which retrievers found it."""
-        selection = ws.related(note, k=max(1, min(k, 100)), use_vectors=use_vectors)
-        return selection.contract()
 
     @server.tool(title="Read a note", annotations=READ_ONLY)
     @tool_errors
@@ -295,45 +301,56 @@ def _add_tools(server: MCPServer, ws: Workspace, *, use_vectors: bool) -> None:
         """The full Markdown of one note, named by its vault path, file name, title or alias."""
         return ws.read_note(note, max_chars=MAX_NOTE_CHARS).to_dict()
 
-    @server.tool(title="Context for a task, within a token budget", annotations=READ_ONLY_WITH_LLM)
-    @tool_errors
-    def context(query: str, budget: Annotated[int, Field(ge=1)] | None = None) -> dict[str, Any]:
+    @offer(operations.ContextRequest, "Context for a task, within a token budget",
+           READ_ONLY_WITH_LLM)  # fmt: skip
+    def context() -> None:
         """The passages worth giving a model for `query`, trimmed to `budget` tokens (default:
         the vault's config), with a hash that identifies this exact context."""
-        session = ws.context(query, budget_tokens=budget, use_vectors=use_vectors)
-        return session.contract()
 
-    @server.tool(title="Say which note is open", annotations=RECORDS_CONTEXT)
-    @tool_errors
-    def touch(note: str) -> dict[str, Any]:
+    @offer(operations.TouchRequest, "Say which note is open", RECORDS_CONTEXT)
+    def touch() -> None:
         """Record that the user opened or is working on `note` (vault path, file name, title
         or alias), e.g. the note open in the editor. Later selects favour the notes it links
         to when a question could mean several; the most recent touch counts most."""
-        return {"path": ws.touch(note), "touched": True}
 
-    @server.tool(title="Show what select leans towards", annotations=READ_ONLY)
-    @tool_errors
-    def focus() -> dict[str, Any]:
+    @offer(operations.FocusRequest, "Show what select leans towards", READ_ONLY)
+    def focus() -> None:
         """The notes later selects lean towards — opened or touched (`touch`), and edited
         lately — each with its weight now: 1 for the note opened just now, halving every
         `half_life_hours`. Answers name these notes in their diagnostics (`focus`)."""
-        return ws.focus().contract()
 
-    @server.tool(title="Forget which notes are open", annotations=RECORDS_CONTEXT)
-    @tool_errors
-    def clear_focus() -> dict[str, Any]:
+    @offer(operations.ClearFocusRequest, "Forget which notes are open", RECORDS_CONTEXT)
+    def clear_focus() -> None:
         """Forget every note opened or touched, e.g. when the user moves to another task:
         later selects rank by what the question matches alone. Returns the focus left
         (notes edited lately) and how many notes were forgotten (`cleared`)."""
-        return ws.clear_focus().contract()
 
-    @server.tool(title="Search memories", annotations=READ_ONLY)
-    @tool_errors
-    def memory_search(
-        query: str, k: int = 10, tier: TierName | None = None, scope: str | None = None
-    ) -> dict[str, Any]:
+    @offer(operations.MemorySearchRequest, "Search memories", READ_ONLY)
+    def memory_search() -> None:
         """Facts, events and preferences remembered about this vault and its user, ranked
         for `query` — or only those of one `tier` (conversation, channel, workspace,
         account) and `scope` (its session, channel, vault or user id)."""
-        memories = ws.memory.search(query, k=max(1, min(k, 100)), tier=tier, scope=scope)
-        return {"query": query, "memories": [m.to_dict() for m in memories]}
+
+
+_ANNOTATED: Any = Annotated  # indexed at run time with a model's field, not a type expression
+
+
+def tool_signature(request_type: type[operations.Request]) -> inspect.Signature:
+    """A tool function's signature whose parameters are the request's fields, each with its
+    type, bounds, default and description: the SDK makes the tool's input schema from it."""
+    parameters = []
+    for name, field in request_type.model_fields.items():
+        if name in operations.MODEL_CHOICES:
+            continue
+        described = Field(description=field.description)
+        annotation = _ANNOTATED[(field.annotation, *field.metadata, described)]
+        default = (
+            inspect.Parameter.empty
+            if field.is_required()
+            else field.get_default(call_default_factory=True)
+        )
+        parameters.append(
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                              annotation=annotation)
+        )  # fmt: skip
+    return inspect.Signature(parameters, return_annotation=dict[str, Any])

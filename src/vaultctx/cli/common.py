@@ -1,7 +1,9 @@
-"""Options shared by every command, and how a command finds its vault."""
+"""Options shared by every command, how a command finds its vault, and how a command asks
+one of the operations every door shares."""
 
 from __future__ import annotations
 
+import datetime
 import functools
 import os
 from collections.abc import Callable
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
+    from ..operations import Request
     from ..workspace import Workspace
 
 VAULT_ENV = "VAULTCTX_VAULT"
@@ -79,3 +82,89 @@ def open_workspace(vault: str, *, create: bool = False, **overrides: Any) -> Wor
     from ..workspace import Workspace  # numpy and pydantic: only commands that open a vault
 
     return Workspace.open(vault, overrides or None, create=create)
+
+
+# --- the operations every door shares (`vaultctx.operations`) -------------------------------
+
+
+class OperationCommand(click.Command):
+    """A command that asks one shared operation (`switches`: a flag that makes it ask
+    another, e.g. `--clear`): its options are the operation's fields, each named as its
+    field, and its help states their bounds as the request model holds them (read only
+    when help is shown: a query imports no pydantic for it)."""
+
+    def __init__(
+        self, *args: Any, operation: str, switches: dict[str, str] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.operation = operation
+        self.switches = switches or {}
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from ..operations import OPERATIONS
+
+        fields = OPERATIONS[self.operation].model_fields
+        for param in self.params:
+            if isinstance(param, click.Option) and param.name in fields and param.help:
+                bounds = _bounds(fields[param.name].metadata)
+                if bounds and bounds not in param.help:
+                    said = param.help.rstrip(".")
+                    said = f"{said[:-1]}; {bounds})" if said.endswith(")") else f"{said} ({bounds})"
+                    param.help = f"{said}."
+        super().format_options(ctx, formatter)
+
+
+def _bounds(metadata: list[Any]) -> str:
+    low = next((m.ge for m in metadata if hasattr(m, "ge")), None)
+    high = next((m.le for m in metadata if hasattr(m, "le")), None)
+    if low is not None and high is not None:
+        return f"{low} to {high}"
+    return f"at least {low}" if low is not None else ""
+
+
+def request_arguments(options: dict[str, Any]) -> dict[str, Any]:
+    """A command's options as its operation's request takes them in JSON: lists for repeated
+    options, ISO 8601 for dates, unset ones left to the request's defaults."""
+    arguments: dict[str, Any] = {}
+    for name, value in options.items():
+        if value is None:
+            continue
+        if isinstance(value, tuple):
+            value = list(value)
+        elif isinstance(value, datetime.datetime):
+            value = value.isoformat()
+        arguments[name] = value
+    return arguments
+
+
+def parse_request(operation: str, arguments: dict[str, Any]) -> Request:
+    """The request of `operation` for `arguments` (`request_arguments`); an invalid value is
+    a usage error naming its option, in the words every door uses."""
+    from pydantic import ValidationError
+
+    from ..operations import OPERATIONS
+
+    try:
+        return OPERATIONS[operation].model_validate(arguments)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0]) if first["loc"] else ""
+        ctx = click.get_current_context(silent=True)
+        param = next((p for p in ctx.command.params if p.name == name), None) if ctx else None
+        hint = None if param else name
+        raise click.BadParameter(first["msg"], ctx=ctx, param=param, param_hint=hint) from None
+
+
+def answer(vault: str, operation: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The JSON answer of `operation` for `arguments` (`request_arguments`): the warm
+    `vaultctx serve` of the vault's, when one runs, else worked out here. The server checks
+    the request as `parse_request` does; one it refuses is checked here again, to be told
+    as a usage error."""
+    from ..server.client import request_server, route  # the standard library only
+
+    answered = request_server(vault, "POST", route(operation), arguments)
+    if answered is not None:
+        return answered
+    request = parse_request(operation, arguments)
+    with open_workspace(vault) as ws:
+        return request.answer(ws)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 from rich.markup import escape
@@ -13,21 +13,28 @@ from rich.table import Table
 from ..config import Config, config_path, config_sources, load_config, save_config_values
 from ..errors import ConfigError, VaultNotFound
 from . import cli
-from .common import json_option, open_workspace, vault_option
+from .common import (
+    OperationCommand,
+    answer,
+    json_option,
+    open_workspace,
+    parse_request,
+    request_arguments,
+    vault_option,
+)
 from .output import console, emit_json
-from .select_cmds import build_filters, filter_body, filter_options
+from .select_cmds import filter_options
 
 if TYPE_CHECKING:
+    from ..operations import ContextRequest
     from ..workspace import SessionContext
 
 
-@cli.command()
+@cli.command(cls=OperationCommand, operation="context")
 @click.argument("query")
 @vault_option
 @click.option(
-    "--budget",
-    type=click.IntRange(min=1),
-    help="Token budget of the context (default: config budget_tokens).",
+    "--budget", type=int, help="Token budget of the context (default: config budget_tokens)."
 )
 @click.option(
     "--model", help="litellm model for the gate, e.g. openai/gpt-4o-mini (default: llm_model)."
@@ -41,66 +48,24 @@ if TYPE_CHECKING:
 )
 @filter_options
 @json_option
-def context(
-    query: str,
-    vault: str,
-    budget: int | None,
-    model: str | None,
-    k: int,
-    no_vectors: bool,
-    dry_run: bool,
-    as_json: bool,
-    **filter_args,
-) -> None:
+def context(vault: str, dry_run: bool, as_json: bool, **options: Any) -> None:
     """The context an agent would get for QUERY: select, then trim to the token budget.
 
     Uses a `vaultctx serve` running for the vault when there is one, else runs in-process.
     """
-    from ..server.client import request_server  # http.client: only for commands that query
-
+    arguments = request_arguments(options)
     if dry_run:
+        request = cast("ContextRequest", parse_request("context", arguments))
         with open_workspace(vault) as ws:
-            request = ws.gate_request(
-                query,
-                model=model,
-                k=k,
-                filters=build_filters(**filter_args),
-                use_vectors=not no_vectors,
-            )
-        emit_json(request)
+            emit_json(ws.gate_request(request.query, **request.arguments()))
         return
-
-    body = {
-        "query": query,
-        "budget": budget,
-        "model": model,
-        "k": k,
-        "no_vectors": no_vectors,
-        **filter_body(**filter_args),
-    }
-    contract = request_server(vault, "POST", "/context", body)
-    if contract is not None:
-        if as_json:
-            emit_json(contract)
-        else:
-            from ..workspace import SessionContext  # pydantic: only to read the server's answer
-
-            render_context(SessionContext.model_validate(contract))
-        return
-    filters = build_filters(**filter_args)
-    with open_workspace(vault) as ws:
-        session = ws.context(
-            query,
-            budget_tokens=budget,
-            model=model,
-            k=k,
-            filters=filters,
-            use_vectors=not no_vectors,
-        )
+    contract = answer(vault, "context", arguments)
     if as_json:
-        emit_json(session.contract())
+        emit_json(contract)
         return
-    render_context(session)
+    from ..workspace import SessionContext  # pydantic: only to render
+
+    render_context(SessionContext.model_validate(contract))
 
 
 def render_context(session: SessionContext) -> None:

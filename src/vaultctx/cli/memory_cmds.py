@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
@@ -11,7 +11,14 @@ from rich.table import Table
 
 from ..errors import ConfigError
 from . import cli
-from .common import json_option, open_workspace, vault_option
+from .common import (
+    OperationCommand,
+    json_option,
+    open_workspace,
+    parse_request,
+    request_arguments,
+    vault_option,
+)
 from .output import console, emit_json, warn
 
 if TYPE_CHECKING:
@@ -48,28 +55,26 @@ def list_(vault: str, tier: str | None, scope: str | None, kind: str | None, lim
         render(memories, title="memories")
 
 
-@memory.command()
+@memory.command(cls=OperationCommand, operation="memory_search")
 @click.argument("query")
 @vault_option
 @tier_options
 @click.option("-k", "--k", "k", default=10, show_default=True, help="Memories to return.")
-@click.option("--session", "session_id", help="Also see this conversation's memories.")
+@click.option("--session", help="Also see this conversation's memories.")
 @click.option("--channel", help="Also see this channel's memories.")
 @json_option
-def search(query: str, vault: str, tier: str | None, scope: str | None, k: int,
-           session_id: str | None, channel: str | None, as_json: bool) -> None:  # fmt: skip
+def search(vault: str, as_json: bool, **options: Any) -> None:
     """Rank memories for QUERY: token recall + embeddings, importance, recency."""
+    request = parse_request("memory_search", request_arguments(options))
     with open_workspace(vault) as ws:
-        memories = ws.memory.search(
-            query, k=k, tier=tier, scope=scope, session_id=session_id, channel=channel
-        )
+        memories = request.run(ws)
     if as_json:
-        emit_json({"query": query, "memories": [m.to_dict() for m in memories]})
+        emit_json(request.respond(memories))
     else:
-        render(memories, title=f"memory search: {query}", scores=True)
+        render(memories, title=f"memory search: {options['query']}", scores=True)
 
 
-@memory.command()
+@memory.command(cls=OperationCommand, operation="memory_add")
 @click.argument("text")
 @vault_option
 @click.option(
@@ -77,25 +82,21 @@ def search(query: str, vault: str, tier: str | None, scope: str | None, k: int,
 )
 @click.option("--scope", help="Session or channel id (needed for those tiers).")
 @click.option("--kind", type=KINDS, help="Default: semantic (episodic for a turn).")
-@click.option("--importance", type=click.FloatRange(0, 1), help="Default: a heuristic.")
+@click.option("--importance", type=float, help="Default: a heuristic.")
 @click.option("--speaker", help="TEXT is a turn this person said in a conversation.")
 @click.option("--session", help="The conversation session the turn belongs to.")
 @click.option("--turn", help="The turn's id in its session.")
 @click.option("--at", "created_at", help="When it was said or learnt (ISO 8601; default now).")
 @json_option
-def add(text: str, vault: str, tier: str, scope: str | None, kind: str | None,
-        importance: float | None, speaker: str | None, session: str | None,
-        turn: str | None, created_at: str | None, as_json: bool) -> None:  # fmt: skip
+def add(vault: str, as_json: bool, **options: Any) -> None:
     """Remember TEXT (merged into an existing memory if it says the same). With --speaker
     or --session, TEXT is a conversation turn: its facts, the exchange with the turn before
     it and the session's arc are remembered too, as for a chat turn."""
+    request = parse_request("memory_add", request_arguments(options))
     with open_workspace(vault, create=True) as ws:
-        mem = ws.memory.add(
-            text, tier=tier, scope=scope, kind=kind, importance=importance, speaker=speaker,
-            session=session, turn=turn, created_at=created_at,
-        )  # fmt: skip
+        mem = request.run(ws)
     if as_json:
-        emit_json(mem.to_dict())
+        emit_json(request.respond(mem))
     else:
         console.print(f"remembered [bold]{mem.id}[/] ({mem.tier.value}, {mem.kind.value})")
 

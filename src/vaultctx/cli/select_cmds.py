@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import datetime as _dt
 import difflib
 import re
 import unicodedata
@@ -16,25 +15,39 @@ import click
 
 from ..errors import InvalidQuery, NoteNotFound
 from . import cli, output
-from .common import json_option, open_workspace, vault_option
+from .common import (
+    OperationCommand,
+    answer,
+    json_option,
+    open_workspace,
+    parse_request,
+    request_arguments,
+    vault_option,
+)
 from .output import emit_json
 
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from ..workspace import Filters, Selection, Workspace
+    from ..workspace import Selection, Workspace
 
 # rich, pydantic and numpy are imported inside the functions that need them: a `--json`
 # query answered by a warm server must not pay for them.
 
 
 def filter_options(fn):
-    """--path/--tag/--field/--since/--until/--kind, shared by select and context."""
+    """--path/--tag/--field/--since/--until/--kind, shared by select and context: the
+    request's filter fields (`operations.FilterFields`)."""
     options = [
-        click.option("--path", "path_glob", help="Folder or glob over note paths."),
+        click.option("--path", help="Folder or glob over note paths."),
         click.option("--tag", "tags", multiple=True, help="Only notes with this tag (repeat)."),
         click.option(
-            "--field", "fields", multiple=True, metavar="KEY=VALUE", help="Frontmatter field."
+            "--field",
+            "fields",
+            multiple=True,
+            metavar="KEY=VALUE",
+            callback=lambda ctx, param, value: parse_fields(value),
+            help="Frontmatter field.",
         ),
         click.option("--since", type=click.DateTime(), help="Modified on or after this date."),
         click.option("--until", type=click.DateTime(), help="Modified before this date."),
@@ -51,26 +64,6 @@ def filter_options(fn):
     return fn
 
 
-def build_filters(
-    path_glob: str | None,
-    tags: tuple[str, ...],
-    fields: tuple[str, ...],
-    since: _dt.datetime | None,
-    until: _dt.datetime | None,
-    kinds: tuple[str, ...],
-) -> Filters:
-    from ..workspace import Filters  # pydantic: only once a query runs
-
-    return Filters(
-        path=path_glob,
-        tags=tags,
-        frontmatter=parse_fields(fields),
-        modified_after=since,
-        modified_before=until,
-        kinds=kinds,
-    )
-
-
 def parse_fields(fields: tuple[str, ...]) -> dict[str, str]:
     """--field KEY=VALUE options as a dict."""
     frontmatter = {}
@@ -82,26 +75,7 @@ def parse_fields(fields: tuple[str, ...]) -> dict[str, str]:
     return frontmatter
 
 
-def filter_body(
-    path_glob: str | None,
-    tags: tuple[str, ...],
-    fields: tuple[str, ...],
-    since: _dt.datetime | None,
-    until: _dt.datetime | None,
-    kinds: tuple[str, ...],
-) -> dict[str, Any]:
-    """The filter options as the server's JSON body takes them (see server.bodies.FilterBody)."""
-    return {
-        "path": path_glob,
-        "tags": list(tags),
-        "fields": parse_fields(fields),
-        "since": since.isoformat() if since else None,
-        "until": until.isoformat() if until else None,
-        "kinds": list(kinds),
-    }
-
-
-@cli.command()
+@cli.command(cls=OperationCommand, operation="select")
 @click.argument("query")
 @vault_option
 @click.option("-k", "--k", "k", default=10, show_default=True, help="Candidates to return.")
@@ -109,48 +83,23 @@ def filter_body(
 @click.option("--explain", is_flag=True, help="Show the FTS query, graph seeds and ranks.")
 @filter_options
 @json_option
-def select(
-    query: str,
-    vault: str,
-    k: int,
-    no_vectors: bool,
-    explain: bool,
-    as_json: bool,
-    **filter_args,
-) -> None:
+def select(vault: str, as_json: bool, **options: Any) -> None:
     """Rank the vault's blocks for QUERY (FTS5 + vectors + link graph, fused).
 
     Uses a `vaultctx serve` running for the vault when there is one, else answers in-process.
     """
-    from ..server.client import request_server  # http.client: only for commands that query
+    contract = answer(vault, "select", request_arguments(options))
+    if as_json:
+        emit_json(contract)
+        return
+    from ..workspace import Selection  # pydantic: only to render
 
-    body = {
-        "query": query,
-        "k": k,
-        "no_vectors": no_vectors,
-        "explain": explain,
-        **filter_body(**filter_args),
-    }
-    contract = request_server(vault, "POST", "/select", body)
-    if contract is not None:
-        if as_json:
-            emit_json(contract)
-            return
-        from ..workspace import Selection  # pydantic: only to read the server's answer
-
-        selection = Selection.model_validate(contract)
-    else:
-        filters = build_filters(**filter_args)
-        with open_workspace(vault) as ws:
-            selection = ws.select(
-                query, k=k, filters=filters, use_vectors=not no_vectors, explain=explain
-            )
-        if as_json:
-            emit_json(selection.contract())
-            return
+    selection = Selection.model_validate(contract)
     name = click.get_current_context().info_name
     render_selection(
-        selection, title=f"{name}: {selection.query}", empty=f"No results for {query!r}."
+        selection,
+        title=f"{name}: {selection.query}",
+        empty=f"No results for {options['query']!r}.",
     )
 
 
@@ -161,7 +110,7 @@ search.short_help = "Search the vault for QUERY: the same command as `select`."
 cli.add_command(search)
 
 
-@cli.command()
+@cli.command(cls=OperationCommand, operation="related")
 @click.argument("note")
 @vault_option
 @click.option("-k", "--k", "k", default=10, show_default=True, help="Notes to return.")
@@ -169,25 +118,14 @@ cli.add_command(search)
 @click.option("--explain", is_flag=True, help="Show the FTS query, graph seeds and ranks.")
 @click.option("--touch", is_flag=True, help="Record NOTE as open first, as an editor does.")
 @json_option
-def related(
-    note: str, vault: str, k: int, no_vectors: bool, explain: bool, touch: bool, as_json: bool
-) -> None:
+def related(vault: str, as_json: bool, **options: Any) -> None:
     """The notes that matter for NOTE (a path, file name, title or alias): its words, its
     meaning and its links as the query, NOTE itself left out; one passage per note.
 
     Uses a `vaultctx serve` running for the vault when there is one, else answers in-process.
     """
-    from ..server.client import request_server  # http.client: only for commands that query
-
-    body = {"note": note, "k": k, "no_vectors": no_vectors, "explain": explain, "touch": touch}
-    with suggesting_notes(vault, note):
-        contract = request_server(vault, "POST", "/related", body)
-        if contract is None:
-            with open_workspace(vault) as ws:
-                selection = ws.related(
-                    note, k=k, use_vectors=not no_vectors, explain=explain, touch=touch
-                )
-            contract = selection.contract()
+    with suggesting_notes(vault, options["note"]):
+        contract = answer(vault, "related", request_arguments(options))
     if as_json:
         emit_json(contract)
         return
@@ -448,33 +386,40 @@ def open_note(note: str, vault: str, path_only: bool, as_json: bool) -> None:
         console.print(escape(content), soft_wrap=True)
 
 
-@cli.command()
+@cli.command(cls=OperationCommand, operation="touch")
 @click.argument("note", required=False)
 @vault_option
+@click.option(
+    "--kind",
+    type=click.Choice(["touch", "open"]),
+    default="touch",
+    show_default=True,
+    help="open: shown in an editor; touch: worked on.",
+)
 @click.option("--clear", is_flag=True, help="Forget every note opened or touched instead.")
 @json_option
-def touch(note: str | None, vault: str, clear: bool, as_json: bool) -> None:
+def touch(vault: str, clear: bool, as_json: bool, **options: Any) -> None:
     """Record that you are working on NOTE: it seeds graph retrieval for later selects.
 
     With --clear (and no NOTE), forget every note opened or touched: as `vaultctx focus --clear`.
     """
     from rich.markup import escape
 
-    if clear == (note is not None):
+    if clear == (options["note"] is not None):
         raise InvalidQuery("touch takes a NOTE, or --clear without one")
     if clear:
         show_focus(vault, clear=True, as_json=as_json)
         return
-    assert note is not None
-    with suggesting_notes(vault, note), open_workspace(vault) as ws:
-        path = ws.touch(note)
+    request = parse_request("touch", request_arguments(options))
+    with suggesting_notes(vault, options["note"]), open_workspace(vault) as ws:
+        touched = request.answer(ws)
     if as_json:
-        emit_json({"path": path, "touched": True})
+        emit_json(touched)
     else:
-        output.console.print(f"touched {escape(path)}")
+        output.console.print(f"touched {escape(touched['path'])}")
 
 
-@cli.command()
+@cli.command(cls=OperationCommand, operation="focus", switches={"clear": "clear_focus"})
 @vault_option
 @click.option("--clear", is_flag=True, help="Forget every note opened or touched.")
 @json_option
@@ -487,10 +432,13 @@ def focus(vault: str, clear: bool, as_json: bool) -> None:
 def show_focus(vault: str, *, clear: bool, as_json: bool) -> None:
     from rich.markup import escape
 
+    from ..operations import ClearFocusRequest, FocusRequest
+
+    request = ClearFocusRequest() if clear else FocusRequest()
     with open_workspace(vault) as ws:
-        found = ws.clear_focus() if clear else ws.focus()
+        found = request.run(ws)
     if as_json:
-        emit_json(found.contract())
+        emit_json(request.respond(found))
         return
     console = output.console
     if found.cleared is not None:

@@ -1,7 +1,8 @@
 """The JSON HTTP API over one open `Workspace`, as a Starlette app.
 
 Every route but `/health` needs the bearer token. Bodies are JSON objects of at most
-`max_body` bytes, validated by the models in `bodies.py` (the same options as the CLI); errors come
+`max_body` bytes: the request models of the operations every door shares (`operations.py`,
+one route each) and the owner's own (`bodies.py`); errors come
 back as `{"error": <type>, "message": <text>}` with a 4xx status. Work runs in Starlette's
 thread pool, so many selects proceed at once while the watcher writes (SQLite WAL gives each
 thread a consistent snapshot).
@@ -39,26 +40,23 @@ from ..errors import (
     PermissionDenied,
     VaultctxError,
 )
+from ..operations import OPERATIONS
+from ..operations import Request as Operation
 from .auth import CHALLENGE_MAX_CHARS, authorized, proofs
 from .bodies import (
     MAX_BODY_BYTES,
     READ_TIMEOUT_S,
     AskBody,
-    ContextBody,
     IndexBody,
     M,
-    MemoryAddBody,
-    MemorySearchBody,
-    RelatedBody,
     RequestError,
-    SelectBody,
-    TouchBody,
     invalid,
     model_choices,
     query_params,
     read_body,
     validated,
 )
+from .client import route
 
 if TYPE_CHECKING:
     from ..workspace import Team, VaultWatcher, Workspace
@@ -245,12 +243,6 @@ async def _read(request: Request, model: type[M]) -> M:
     return body
 
 
-def _answered(request: Request, contract: dict[str, Any]) -> JSONResponse:
-    """A select or context contract, saying which server process answered."""
-    contract["diagnostics"]["server_pid"] = _state(request).pid
-    return JSONResponse(contract)
-
-
 async def health(request: Request) -> JSONResponse:
     """Open to anyone on this machine, so it says only that a vaultctx server answers;
     with the token, also which vault and process. Asked `?challenge=`, it adds the proof
@@ -291,96 +283,38 @@ async def status(request: Request) -> JSONResponse:
     return JSONResponse({**report, "server": server})
 
 
-async def select(request: Request) -> JSONResponse:
-    body = await _read(request, SelectBody)
-    ws = _workspace(request)
-    selection = await run_in_threadpool(
-        lambda: ws.select(
-            body.query,
-            k=body.k,
-            filters=body.filters(),
-            use_vectors=not body.no_vectors,
-            explain=body.explain,
-        )
-    )
-    return _answered(request, selection.contract())
+# How the shared operations are asked over HTTP: a JSON body at the operation's route
+# (`client.route`), or, for these, the method and route named here.
+BODYLESS = {"focus": ("GET", "/focus"), "clear_focus": ("DELETE", "/focus")}
+ALSO_GET = frozenset({"memory_search"})  # its fields as query parameters too
 
 
-async def related(request: Request) -> JSONResponse:
-    body = await _read(request, RelatedBody)
-    ws = _workspace(request)
-    selection = await run_in_threadpool(
-        lambda: ws.related(
-            body.note,
-            k=body.k,
-            use_vectors=not body.no_vectors,
-            explain=body.explain,
-            touch=body.touch,
-        )
-    )
-    return _answered(request, selection.contract())
+def _operation(request_type: type[Operation]) -> Callable[[Request], Awaitable[JSONResponse]]:
+    """The handler of one shared operation: its request read (the JSON body, or a GET's
+    parameters), answered as the caller's workspace sees the vault, saying which server
+    process answered when the answer has diagnostics."""
+
+    async def handle(request: Request) -> JSONResponse:
+        if request.method == "POST":
+            body = await _read(request, request_type)
+        else:
+            body = validated(request_type, query_params(request))
+        ws = _workspace(request)
+        answer = await run_in_threadpool(body.answer, ws)
+        if isinstance(answer.get("diagnostics"), dict):
+            answer["diagnostics"]["server_pid"] = _state(request).pid
+        return JSONResponse(answer)
+
+    return handle
 
 
-async def context(request: Request) -> JSONResponse:
-    body = await _read(request, ContextBody)
-    ws = _workspace(request)
-    session = await run_in_threadpool(
-        lambda: ws.context(
-            body.query,
-            budget_tokens=body.budget,
-            model=body.model,
-            k=body.k,
-            filters=body.filters(),
-            use_vectors=not body.no_vectors,
-        )
-    )
-    return _answered(request, session.contract())
-
-
-async def memory_search(request: Request) -> JSONResponse:
-    if request.method == "GET":
-        body = validated(MemorySearchBody, query_params(request))
-    else:
-        body = await _read(request, MemorySearchBody)
-    ws = _workspace(request)
-    memories = await run_in_threadpool(
-        lambda: ws.memory.search(body.query, k=body.k, tier=body.tier, scope=body.scope)
-    )
-    return JSONResponse({"query": body.query, "memories": [m.to_dict() for m in memories]})
-
-
-async def memory_add(request: Request) -> JSONResponse:
-    body = await _read(request, MemoryAddBody)
-    ws = _workspace(request)
-    memory = await run_in_threadpool(
-        lambda: ws.memory.add(
-            body.text,
-            tier=body.tier,
-            scope=body.scope,
-            kind=body.kind,
-            importance=body.importance,
-            speaker=body.speaker,
-            session=body.session,
-            turn=body.turn,
-            created_at=body.created_at,
-        )
-    )
-    return JSONResponse(memory.to_dict())
-
-
-async def touch(request: Request) -> JSONResponse:
-    body = await _read(request, TouchBody)
-    ws = _workspace(request)
-    path = await run_in_threadpool(lambda: ws.touch(body.note, kind=body.kind))
-    return JSONResponse({"path": path, "touched": True})
-
-
-async def focus(request: Request) -> JSONResponse:
-    """GET: the notes later selects lean towards; DELETE: forget every one opened."""
-    ws = _workspace(request)
-    clear = request.method == "DELETE"
-    found = await run_in_threadpool(ws.clear_focus if clear else ws.focus)
-    return JSONResponse(found.contract())
+def _operation_routes() -> list[Route]:
+    routes = []
+    for name, request_type in OPERATIONS.items():
+        method, path = BODYLESS.get(name, ("POST", route(name)))
+        methods = ["GET", method] if name in ALSO_GET else [method]
+        routes.append(Route(path, _operation(request_type), methods=methods))
+    return routes
 
 
 async def index(request: Request) -> JSONResponse:
@@ -448,13 +382,7 @@ def create_app(
         routes=[
             Route("/health", health, methods=["GET"]),
             Route("/status", status, methods=["GET"]),
-            Route("/select", select, methods=["POST"]),
-            Route("/related", related, methods=["POST"]),
-            Route("/context", context, methods=["POST"]),
-            Route("/memory/search", memory_search, methods=["GET", "POST"]),
-            Route("/memory/add", memory_add, methods=["POST"]),
-            Route("/touch", touch, methods=["POST"]),
-            Route("/focus", focus, methods=["GET", "DELETE"]),
+            *_operation_routes(),
             Route("/index", index, methods=["POST"]),
             Route("/ask", ask, methods=["POST"]),
         ],

@@ -1,25 +1,22 @@
-"""Requests the HTTP API takes: the JSON bodies of its routes (the same options as the CLI),
-read with limits (size, time, depth, strict JSON, valid Unicode) so that a hostile body is a
-4xx `RequestError`, never a 500 or a server holding gigabytes."""
+"""Requests the HTTP API takes: the JSON bodies of its routes (the shared operations' are the
+request models of `vaultctx.operations`; the owner's `/index` and `/ask` are here), read with
+limits (size, time, depth, strict JSON, valid Unicode) so that a hostile body is a 4xx
+`RequestError`, never a 500 or a server holding gigabytes."""
 
 from __future__ import annotations
 
 import asyncio
-import datetime as _dt
 import json
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 
-from ..workspace import Filters, MemoryKind, Tier
+from ..operations import MODEL_CHOICES
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_JSON_DEPTH = 32  # the deepest body a route takes is 3 levels
 READ_TIMEOUT_S = 10.0  # for a client to send its request's headers, and then its body
-# The body fields that choose a model or where its requests go: the server's owner pays for
-# and answers for what is sent to a model, so only they may set one (a team member may not).
-MODEL_CHOICES = frozenset({"model"})
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -33,80 +30,11 @@ class RequestError(Exception):
         self.message = message
 
 
-# --- request bodies ----------------------------------------------------------------------
+# --- the owner's request bodies -------------------------------------------------------------------
 
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class FilterBody(_Body):
-    """The CLI's filter options: --path, --tag, --field KEY=VALUE, --since, --until, --kind."""
-
-    path: str | None = None
-    tags: list[str] = Field(default_factory=list)
-    fields: dict[str, str] = Field(default_factory=dict)
-    since: _dt.datetime | None = None
-    until: _dt.datetime | None = None
-    kinds: list[Literal["block", "note", "memory"]] = Field(default_factory=list)
-
-    def filters(self) -> Filters:
-        """Naive dates mean local time, as on the command line (`Filters` reads them)."""
-        return Filters(
-            path=self.path,
-            tags=tuple(self.tags),
-            frontmatter=self.fields,
-            modified_after=self.since,
-            modified_before=self.until,
-            kinds=tuple(self.kinds),
-        )
-
-
-class SelectBody(FilterBody):
-    query: str
-    k: int = Field(10, ge=1, le=1000)
-    no_vectors: bool = False
-    explain: bool = False
-
-
-class RelatedBody(_Body):
-    note: str
-    k: int = Field(10, ge=1, le=1000)
-    no_vectors: bool = False
-    explain: bool = False
-    touch: bool = False
-
-
-class ContextBody(FilterBody):
-    query: str
-    budget: int | None = Field(None, ge=1)
-    model: str | None = None
-    k: int = Field(30, ge=1, le=1000)
-    no_vectors: bool = False
-
-
-class MemorySearchBody(_Body):
-    query: str
-    k: int = Field(10, ge=1, le=200)
-    tier: Tier | None = None
-    scope: str | None = None
-
-
-class MemoryAddBody(_Body):
-    text: str
-    tier: Tier = Tier.WORKSPACE
-    scope: str | None = None
-    kind: MemoryKind | None = None  # semantic; episodic for a turn
-    importance: float | None = Field(None, ge=0, le=1)
-    speaker: str | None = None  # with speaker or session, text is a conversation turn
-    session: str | None = None
-    turn: str | None = None
-    created_at: str | float | None = None
-
-
-class TouchBody(_Body):
-    note: str
-    kind: Literal["touch", "open"] = "touch"
 
 
 class AskBody(_Body):

@@ -44,6 +44,13 @@ class ServerInfo(NamedTuple):
         return self._asdict()
 
 
+def route(operation: str) -> str:
+    """The HTTP route of an operation of `vaultctx.operations` that takes a JSON body: its
+    name with `_` as `/` (`memory_search`: `/memory/search`). The server serves each there
+    and the CLI asks there, both from the operation's name."""
+    return "/" + operation.replace("_", "/")
+
+
 def server_file(vault: Path) -> Path:
     return vault / SERVER_FILE
 
