@@ -247,13 +247,18 @@ def main() -> int:
         default="sqlite",
         help="where select reads the index: SQLite, PostgreSQL, or both side by side",
     )
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="embedding model (default: the bundled int8; all-MiniLM-L6-v2-fp32: full precision)",
+    )
     args = parser.parse_args()
 
     from vaultctx.storage.embeddings import Embedder
 
     if args.compare:
         return compare_paths(args)
-    embedder = Embedder()
+    embedder = Embedder(args.model) if args.model else Embedder()
     if args.backend == "both":
         return compare_backends(args, embedder)
     return whole_suite(args, embedder) if args.suite else one_dataset(args, embedder)

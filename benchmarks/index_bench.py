@@ -2,6 +2,7 @@
 
     python benchmarks/index_bench.py [--notes N] [--workdir DIR]
     python benchmarks/index_bench.py --backend postgres [--notes N] [--sizes N,N] [--workdir DIR]
+    python benchmarks/index_bench.py --first-index VAULT [--rounds 3] [--workdir DIR]
 
 Figures (targets from the Foundation issue, on this 2-core machine):
 - text+links indexing without embeddings, notes/s (≥ 2,000 for typical notes);
@@ -20,6 +21,13 @@ the SQLite indexing and the publish, whose own time the publish report gives): T
 (≤ 1.5), and the CPU time each way takes (PostgreSQL's processes counted): divided by the
 cores, the least time the PostgreSQL path could take on this machine. Then, on each,
 re-indexing both ways with nothing changed and after editing 1 % of the notes.
+
+`--first-index VAULT` measures a new user's first `vaultctx index` of a real vault (a copy
+of it: the folder is left as it is), text and vectors, from an empty index each time: with
+the bundled int8 model against the full-precision one (`all-MiniLM-L6-v2-fp32`), alternating
+`--rounds` times in one process, so both see the same load. Blocks/s is blocks written over
+the whole run (scan, parse, write, embed); also the embedding phase's own rate. Target
+(issue 44): int8 ≥ 2× the fp32 path's blocks/s in the same run.
 """
 
 from __future__ import annotations
@@ -175,6 +183,53 @@ class IndexRun:
     report: IndexReport
     cpu_here: float
     cpu_server: float
+
+
+FP32 = "all-MiniLM-L6-v2-fp32"
+
+
+def first_index(vault: Path, work: Path, rounds: int) -> int:
+    """Index a copy of `vault` from nothing with each model in turn, `rounds` times."""
+    root = work / "first-index" / vault.name
+    if root.exists():
+        shutil.rmtree(root)
+    shutil.copytree(vault, root, ignore=shutil.ignore_patterns(".vaultctx"))
+    models = {"int8": Embedder(), "fp32": Embedder(FP32)}
+    for embedder in models.values():
+        embedder.encode(["load the model before the clock starts"])
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in models}
+    blocks = 0
+    for _ in range(rounds):
+        for name, embedder in models.items():
+            shutil.rmtree(root / ".vaultctx", ignore_errors=True)
+            phases: dict[str, float] = {}
+
+            def progress(phase: str, done: int, total: int, phases: dict = phases) -> None:
+                phases.setdefault(phase, time.perf_counter())
+
+            with Workspace.open(root, embedder=embedder) as ws:
+                started = time.perf_counter()
+                report = ws.index(progress=progress)
+                ended = time.perf_counter()
+            blocks = report.blocks_written
+            embed_s = ended - phases.get("embed", ended)
+            runs[name].append((blocks / (ended - started), report.embedded / max(embed_s, 1e-9)))
+    print(
+        f"first index of {vault.name}: {blocks} blocks, {rounds} rounds alternating,"
+        f" {auto_workers()} parse workers; median blocks/s (whole run; embedding phase):"
+    )
+    figures: dict[str, float] = {}
+    for name, found in runs.items():
+        whole = statistics.median(r[0] for r in found)
+        embed = statistics.median(r[1] for r in found)
+        each = ", ".join(f"{r[0]:.0f}" for r in found)
+        print(f"  {name}: {whole:6.1f} blocks/s (runs {each}); embedding {embed:6.1f} blocks/s")
+        figures |= {f"{name}_blocks_per_s": round(whole, 1), f"{name}_embed_per_s": round(embed, 1)}
+    ratio = figures["int8_blocks_per_s"] / figures["fp32_blocks_per_s"]
+    figures["int8_over_fp32"] = round(ratio, 3)
+    ok = check("int8 / fp32 first-index blocks/s", ratio, 2.0, higher_is_better=True)
+    emit_figures("first_index", figures)
+    return 0 if ok else 1
 
 
 def process_cpu() -> float:
@@ -371,9 +426,13 @@ def main() -> int:
         "--sizes",
         help="--backend postgres: typical-vault sizes, comma-separated (default: --notes,10000)",
     )
+    parser.add_argument("--first-index", metavar="VAULT", help="int8 against fp32, see above")
+    parser.add_argument("--rounds", type=int, default=3, help="--first-index: runs per model")
     args = parser.parse_args()
     work = Path(args.workdir or Path(tempfile.gettempdir()) / "vaultctx-bench" / "index")
     work.mkdir(parents=True, exist_ok=True)
+    if args.first_index:
+        return first_index(Path(args.first_index), work, args.rounds)
     if args.backend == "postgres":
         return postgres_main(args, work)
 

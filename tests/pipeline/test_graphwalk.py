@@ -13,12 +13,19 @@ import sqlite3
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from vaultctx import Workspace
-from vaultctx.pipeline.graphwalk import MAX_EDIT_SEEDS, context_seeds
+from vaultctx.pipeline.graphwalk import (
+    MAX_EDIT_SEEDS,
+    LinkGraph,
+    context_seeds,
+    load_link_graph,
+    updated_link_graph,
+)
 
 SECURITY = "Security and privacy\nEnd-to-end encryption protects what you store; keys stay local.\n"
 TWINS = {
@@ -151,3 +158,110 @@ def test_recent_edits_are_context_unless_many_changed_at_once(notes, data):
     seeds = context_seeds(EditedNotes(notes, recent, now), notes, half_life_hours=24.0, now=now)
     many_at_once = recent > MAX_EDIT_SEEDS and recent > notes * 0.1
     assert len(seeds) == (0 if many_at_once else min(recent, MAX_EDIT_SEEDS))
+
+
+# -- the graph kept in memory follows the saves ---------------------------------------------
+
+LINKED = {
+    "Alpha.md": "# Alpha\nThe first note. See [[Bravo]].\n",
+    "Bravo.md": "# Bravo\nSecond of the set.\n",
+    "Charlie.md": "# Charlie\nThird of the set.\n",
+    "Delta.md": "# Delta\nFourth, linking [[Alpha]] and ![[Charlie]].\n",
+}
+
+
+def graph_neighbours(ws: Workspace, note: str) -> set[str]:
+    """The notes `related` lifts by the link graph alone (they match no word of `note`)."""
+    selection = ws.related(note, k=10, use_vectors=False)
+    return {c.path for c in selection.candidates if "graph" in c.sources}
+
+
+def same_graph(kept: LinkGraph, fresh: LinkGraph) -> bool:
+    return (
+        np.array_equal(kept.note_ids, fresh.note_ids)
+        and np.array_equal(kept.starts, fresh.starts)
+        and np.array_equal(kept.dst, fresh.dst)
+        and np.allclose(kept.strength, fresh.strength)
+        and np.array_equal(kept.degree, fresh.degree)
+        and kept.typical_degree == fresh.typical_degree
+    )
+
+
+def save(vault: Path, path: str, text: str) -> None:
+    """Write the note with a new mtime that is still a month old: a recent edit would be
+    context, and these tests are about the note asked about."""
+    file = vault / path
+    old = file.stat().st_mtime if file.exists() else time.time() - 30 * 86400
+    file.write_text(text, encoding="utf-8")
+    os.utime(file, (old + 1, old + 1))
+
+
+def test_a_saved_notes_new_and_removed_links_show_in_related_right_after(make_vault):
+    vault = written_long_ago(make_vault(LINKED))
+    with Workspace.open(vault) as ws:
+        ws.index(embed=False)
+        assert graph_neighbours(ws, "Alpha.md") == {"Bravo.md", "Delta.md"}
+        save(vault, "Alpha.md", "# Alpha\nThe first note. See [[Charlie]] now.\n")
+        ws.index(embed=False, paths=["Alpha.md"])  # as the watcher does
+        assert graph_neighbours(ws, "Alpha.md") == {"Charlie.md", "Delta.md"}
+        assert graph_neighbours(ws, "Bravo.md") == set()  # its backlink went with the link
+        save(vault, "Delta.md", "# Delta\nFourth, linking nothing.\n")
+        ws.index(embed=False, paths=["Delta.md"])
+        assert graph_neighbours(ws, "Alpha.md") == {"Charlie.md"}
+        store = ws._selector.graph
+        assert store.loads == 1  # each save brought the graph forward: no whole read again
+
+
+def test_the_graph_brought_forward_is_the_graph_read_whole(make_vault):
+    """Saves that change links, keep them, or add a note (which changes the set of notes and
+    so reads the graph whole again): after each, the kept graph is the one a fresh read makes."""
+    vault = written_long_ago(make_vault(LINKED))
+    with Workspace.open(vault) as ws:
+        ws.index(embed=False)
+        store = ws._selector.graph
+        edits = [
+            ("Bravo.md", "# Bravo\nNow [[Alpha]], [[Charlie]] and [[Charlie]] again.\n"),
+            ("Charlie.md", "# Charlie\nEmbeds ![[Bravo]], links [[Delta]].\n"),
+            ("Bravo.md", "# Bravo\nNow [[Alpha]], [[Charlie]] and [[Charlie]] again!\n"),
+            ("Echo.md", "# Echo\nA new note on [[Alpha]].\n"),
+            ("Alpha.md", "# Alpha\n[[Echo]] and [[Nowhere]].\n"),
+        ]
+        loads = []
+        for path, text in edits:
+            save(vault, path, text)
+            ws.index(embed=False, paths=[path])
+            view = ws._selector.scope.view()
+            kept = store.get(view, view.generation)
+            assert same_graph(kept, load_link_graph(view, view.generation)), path
+            loads.append(store.loads)
+    assert loads == [1, 1, 1, 2, 2]  # only the new note read every link again
+
+
+class LinkRows:
+    """The reads a link graph is made from: notes and their resolved links."""
+
+    def __init__(self, notes: list[int], links: list[tuple[int, int, str]]) -> None:
+        self.notes, self.links = notes, links
+
+    def note_ids(self) -> list[int]:
+        return sorted(self.notes)
+
+    def resolved_links(self, sources=None) -> list[tuple[int, int, str]]:
+        return [r for r in self.links if sources is None or r[0] in set(sources)]
+
+
+link_rows = st.lists(
+    st.tuples(st.integers(0, 12), st.integers(0, 12), st.sampled_from(["wiki", "embed"])),
+    max_size=40,
+).map(lambda rows: [r for r in rows if r[0] != r[1]])
+
+
+@given(link_rows, link_rows, st.sets(st.integers(0, 12)))
+def test_replacing_some_notes_links_gives_the_graph_made_whole(before, after, sources):
+    """The links of `sources` replaced by theirs in `after`: the graph brought forward is
+    the graph of the new links read whole, edge for edge."""
+    notes = list(range(0, 13, 1))
+    old = load_link_graph(LinkRows(notes, before), "1")
+    now = [r for r in before if r[0] not in sources] + [r for r in after if r[0] in sources]
+    reads = LinkRows(notes, now)
+    assert same_graph(updated_link_graph(old, reads, "2", sources), load_link_graph(reads, "2"))

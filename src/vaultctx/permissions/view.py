@@ -153,8 +153,8 @@ class IndexView:
 
     # --- the link graph and what the user works on
 
-    def resolved_links(self) -> list[tuple[int, int, str]]:
-        rows = self._reads.resolved_links()
+    def resolved_links(self, sources: Sequence[int] | None = None) -> list[tuple[int, int, str]]:
+        rows = self._reads.resolved_links(sources)
         if not self.hidden:
             return rows
         return [r for r in rows if self._shows(r[0]) and self._shows(r[1])]

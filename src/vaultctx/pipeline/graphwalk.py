@@ -23,12 +23,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..storage.graph import LINK_KIND_WEIGHTS
+from ..storage.graph import LINK_CHANGES_KEY, LINK_KIND_WEIGHTS, link_changes_since
 
 if TYPE_CHECKING:
     from ..storage.index_reads import IndexReads
@@ -42,10 +42,45 @@ MAX_EDIT_SEEDS = 5
 
 
 @dataclass(frozen=True)
+class Links:
+    """The resolved links a graph is made of, between its rows: per link its source and
+    target row and its kind's weight (`LINK_KIND_WEIGHTS`)."""
+
+    source: np.ndarray  # int64 row
+    target: np.ndarray  # int64 row
+    weight: np.ndarray  # float64
+
+    @classmethod
+    def of(cls, rows: Sequence[tuple[int, int, str]], note_ids: np.ndarray) -> Links:
+        """The links among `note_ids` (sorted) of `IndexReads.resolved_links` rows."""
+        n, count = int(note_ids.shape[0]), len(rows)
+        source = np.fromiter((r[0] for r in rows), np.int64, count)
+        target = np.fromiter((r[1] for r in rows), np.int64, count)
+        weight = np.fromiter((LINK_KIND_WEIGHTS.get(r[2], 1.0) for r in rows), np.float64, count)
+        if n == 0:
+            return cls(source[:0], target[:0], weight[:0])
+        src_row = np.clip(np.searchsorted(note_ids, source), 0, n - 1)
+        dst_row = np.clip(np.searchsorted(note_ids, target), 0, n - 1)
+        known = (note_ids[src_row] == source) & (note_ids[dst_row] == target)
+        return cls(src_row[known], dst_row[known], weight[known])
+
+    def where(self, keep: np.ndarray) -> Links:
+        return Links(self.source[keep], self.target[keep], self.weight[keep])
+
+    def plus(self, other: Links) -> Links:
+        return Links(
+            np.concatenate([self.source, other.source]),
+            np.concatenate([self.target, other.target]),
+            np.concatenate([self.weight, other.weight]),
+        )
+
+
+@dataclass(frozen=True)
 class LinkGraph:
     """Links as an adjacency list sorted by source row: row r's edges are
     `dst[starts[r]:starts[r + 1]]` with `strength` 1 per link (1.5 an embed), 0.5 per
-    backlink, summed when notes link both ways."""
+    backlink, summed when notes link both ways. `links`: what it was made of, so that a
+    save's links replace the note's old ones without reading the others again."""
 
     generation: str | None
     note_ids: np.ndarray  # sorted int64; row = index
@@ -54,6 +89,8 @@ class LinkGraph:
     starts: np.ndarray  # int64, size + 1
     degree: np.ndarray  # float64 per row: distinct notes linked to or from
     typical_degree: float  # median degree of linked notes
+    links: Links
+    src: np.ndarray  # int64 row per edge
 
     @property
     def size(self) -> int:
@@ -70,44 +107,102 @@ class LinkGraph:
 
 def load_link_graph(reads: IndexReads, generation: str | None) -> LinkGraph:
     note_ids = np.fromiter(reads.note_ids(), dtype=np.int64)
-    weights: dict[tuple[int, int], float] = {}
-    for source, target, kind in reads.resolved_links():
-        w = LINK_KIND_WEIGHTS.get(kind, 1.0)
-        weights[(source, target)] = weights.get((source, target), 0.0) + w
-        weights[(target, source)] = weights.get((target, source), 0.0) + w * BACKLINK_FACTOR
-    n = len(note_ids)
-    pairs = np.array(sorted(weights), dtype=np.int64).reshape(-1, 2)
-    src = np.searchsorted(note_ids, pairs[:, 0])
-    dst = np.searchsorted(note_ids, pairs[:, 1])
-    strength = np.fromiter((weights[(a, b)] for a, b in pairs.tolist()), np.float64, len(pairs))
-    degree = np.bincount(src, minlength=n).astype(np.float64)
+    links = Links.of(reads.resolved_links(), note_ids)
+    src, dst, strength = _edges(links, int(note_ids.shape[0]))
+    return _graph(generation, note_ids, links, src, dst, strength)
+
+
+def updated_link_graph(
+    graph: LinkGraph, reads: IndexReads, generation: str | None, sources: set[int]
+) -> LinkGraph:
+    """`graph` with the links of `sources` read again (the set of notes is the same): only
+    the edges of the rows those links touch, before or after, are made again."""
+    n = graph.size
+    if n == 0 or not sources:
+        return replace(graph, generation=generation)
+    changed = graph.rows(sorted(sources))
+    dropped = np.isin(graph.links.source, changed)
+    added = Links.of(reads.resolved_links(sorted(sources)), graph.note_ids)
+    links = graph.links.where(~dropped).plus(added)
+    touched = np.unique(np.concatenate([changed, graph.links.target[dropped], added.target]))
+    near = np.isin(links.source, touched) | np.isin(links.target, touched)
+    src, dst, strength = _edges(links.where(near), n, only=touched)
+    kept = ~np.isin(graph.src, touched)
+    kept_key = graph.src[kept] * n + graph.dst[kept]
+    key = src * n + dst
+    at = np.searchsorted(kept_key, key)
+    merged = np.insert(kept_key, at, key)
+    strength = np.insert(graph.strength[kept], at, strength)
+    return _graph(generation, graph.note_ids, links, merged // n, merged % n, strength)
+
+
+def _edges(
+    links: Links, n: int, only: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each link both ways (the backlink at BACKLINK_FACTOR), summed per pair of rows and
+    sorted by (source row, target row); with `only`, the edges from those rows alone."""
+    a = np.concatenate([links.source, links.target])
+    b = np.concatenate([links.target, links.source])
+    w = np.concatenate([links.weight, links.weight * BACKLINK_FACTOR])
+    if only is not None:
+        mine = np.isin(a, only)
+        a, b, w = a[mine], b[mine], w[mine]
+    pairs, which = np.unique(a * n + b, return_inverse=True)
+    strength = np.bincount(which, weights=w, minlength=len(pairs)).astype(np.float64)
+    return pairs // n, pairs % n, strength
+
+
+def _graph(
+    generation: str | None,
+    note_ids: np.ndarray,
+    links: Links,
+    src: np.ndarray,
+    dst: np.ndarray,
+    strength: np.ndarray,
+) -> LinkGraph:
+    n = int(note_ids.shape[0])
+    counts = np.bincount(src, minlength=n)
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    degree = counts.astype(np.float64)
     linked = degree[degree > 0]
-    return LinkGraph(
-        generation,
-        note_ids,
-        dst,
-        strength,
-        np.searchsorted(src, np.arange(n + 1)),
-        degree,
-        float(np.median(linked)) if linked.size else 1.0,
-    )
+    typical = float(np.median(linked)) if linked.size else 1.0
+    return LinkGraph(generation, note_ids, dst, strength, starts, degree, typical, links, src)
 
 
 class LinkGraphStore:
-    """The graph, rebuilt only when the index generation moves."""
+    """The graph, kept up to date as the index generation moves: by the notes whose links
+    the index's log says changed since (`storage.graph.LINK_CHANGES_KEY`), or read whole
+    when it cannot say. Keys are `generation` or `generation:scope` (a view that hides
+    notes); only a graph of the same scope is brought forward."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._current: LinkGraph | None = None
+        self.loads = 0  # graphs read whole: what the log spares
 
     def get(self, reads: IndexReads, generation: str | None) -> LinkGraph:
         current = self._current
         if current is not None and current.generation == generation:
             return current
         with self._lock:
-            if self._current is None or self._current.generation != generation:
-                self._current = load_link_graph(reads, generation)
-            return self._current
+            current = self._current
+            if current is None or current.generation != generation:
+                current = self._current = self._brought_forward(reads, current, generation)
+            return current
+
+    def _brought_forward(
+        self, reads: IndexReads, current: LinkGraph | None, key: str | None
+    ) -> LinkGraph:
+        if current is not None and current.generation is not None and key is not None:
+            since, _, scope = current.generation.partition(":")
+            until, _, new_scope = key.partition(":")
+            if scope == new_scope:
+                sources = link_changes_since(reads.meta(LINK_CHANGES_KEY), since, until)
+                if sources is not None:
+                    return updated_link_graph(current, reads, key, sources)
+        self.loads += 1
+        return load_link_graph(reads, key)
 
 
 def context_seeds(

@@ -100,8 +100,9 @@ class IndexReads(Protocol):
         start line, end line)."""
 
     # --- the link graph and what the user works on
-    def resolved_links(self) -> list[tuple[int, int, str]]:
-        """(source, target, kind) of every link that resolves to another note."""
+    def resolved_links(self, sources: Sequence[int] | None = None) -> list[tuple[int, int, str]]:
+        """(source, target, kind) of every link that resolves to another note; with
+        `sources`, of the links of those notes only."""
 
     def passage_links(self, block_ids: Sequence[int]) -> list[tuple[int, int]]:
         """(block id, note id) for each non-embed link in a block to another note."""
@@ -440,15 +441,21 @@ class SqliteReads:
 
     # --- the link graph and what the user works on
 
-    def resolved_links(self) -> list[tuple[int, int, str]]:
-        return (
-            self.db.connect()
-            .execute(
-                "SELECT source_id, target_id, kind FROM links"
-                " WHERE target_id IS NOT NULL AND target_id != source_id"
-            )
-            .fetchall()
+    def resolved_links(self, sources: Sequence[int] | None = None) -> list[tuple[int, int, str]]:
+        sql = (
+            "SELECT source_id, target_id, kind FROM links"
+            " WHERE target_id IS NOT NULL AND target_id != source_id"
         )
+        conn = self.db.connect()
+        if sources is None:
+            return conn.execute(sql).fetchall()
+        wanted = sorted(set(sources))
+        rows: list[tuple[int, int, str]] = []
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            rows += conn.execute(f"{sql} AND source_id IN ({marks})", chunk).fetchall()
+        return rows
 
     def passage_links(self, block_ids: Sequence[int]) -> list[tuple[int, int]]:
         if not block_ids:

@@ -13,13 +13,14 @@ import contextlib
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .db import IndexDatabase
 from .embeddings import Embedder
+from .graph import LINK_CHANGES_KEY, logged_link_changes
 from .language import ANALYSIS, note_language
 from .migrations import CHANGES_LOGGED, UNPUBLISHED_TABLES
 from .reader import NoteRead, NoteRows, ReadJob, auto_workers, embed_input, read_all
@@ -190,11 +191,14 @@ class Indexer:
 
         # The text index is complete and usable now, before the (long) embedding starts: a
         # run killed while embedding leaves an index that answers with the vectors it has.
-        self._mark_indexed(changed=report.changed or analysed_again)
+        self._mark_indexed(
+            changed=report.changed or analysed_again,
+            links_of=None if relink_all else self._written_ids,
+        )
         if self.embedder is not None:
             self._embed(report)
             if report.embedded:
-                self._mark_indexed(changed=True)
+                self._mark_indexed(changed=True, links_of=())
         report.elapsed_ms = (time.perf_counter() - started) * 1000
         return report
 
@@ -214,13 +218,16 @@ class Indexer:
             known.update({row[0]: row[1:] for row in rows})
         return known
 
-    def _mark_indexed(self, *, changed: bool) -> None:
+    def _mark_indexed(self, *, changed: bool, links_of: Collection[int] | None) -> None:
         """Record when the index was last brought up to date, and a new generation (the
-        key of every in-memory cache) when its content changed."""
+        key of every in-memory cache) when its content changed, with the notes whose links
+        it rewrote (`links_of`; None: any note's, as when the set of notes changed)."""
         with self.db.transaction() as wconn:
             if changed:
-                generation = int(self.db.get_meta("generation", "0") or 0) + 1
-                IndexDatabase.set_meta(wconn, "generation", str(generation))
+                generation = str(int(self.db.get_meta("generation", "0") or 0) + 1)
+                IndexDatabase.set_meta(wconn, "generation", generation)
+                log = logged_link_changes(self.db.get_meta(LINK_CHANGES_KEY), generation, links_of)
+                IndexDatabase.set_meta(wconn, LINK_CHANGES_KEY, log)
             IndexDatabase.set_meta(wconn, "last_indexed", f"{time.time():.3f}")
 
     def _analyse_index(self) -> bool:

@@ -464,11 +464,14 @@ class PostgresReads:
 
     # --- the link graph and what the user works on
 
-    def resolved_links(self) -> list[tuple[int, int, str]]:
-        return self.query(
+    def resolved_links(self, sources: Sequence[int] | None = None) -> list[tuple[int, int, str]]:
+        sql = (
             "SELECT source_id, target_id, kind FROM links"
-            " WHERE target_id IS NOT NULL AND target_id != source_id ORDER BY id"
+            " WHERE target_id IS NOT NULL AND target_id != source_id"
         )
+        if sources is None:
+            return self.query(f"{sql} ORDER BY id")
+        return self.query(f"{sql} AND source_id = ANY(%s) ORDER BY id", (sorted(set(sources)),))
 
     def passage_links(self, block_ids: Sequence[int]) -> list[tuple[int, int]]:
         if not block_ids:

@@ -26,6 +26,7 @@ import numpy as np
 
 from ...errors import IndexLocked, IndexUnavailable
 from ..db import IndexDatabase
+from ..graph import LINK_CHANGES_KEY
 from ..indexer import FTS_VALUES, FULLTEXT_KEY, FULLTEXT_OFF, log_unpublished
 from ..language import analyse
 from ..migrations import CHANGES_LOGGED
@@ -49,7 +50,14 @@ _COPY_POSTING_LISTS = (
 )
 # Meta keys that describe one SQLite file, not the index's content.
 _LOCAL_META = frozenset(
-    {"index_id", "links_dirty", "published_generation", FULLTEXT_KEY, CHANGES_LOGGED}
+    {
+        "index_id",
+        "links_dirty",
+        "published_generation",
+        FULLTEXT_KEY,
+        CHANGES_LOGGED,
+        LINK_CHANGES_KEY,
+    }  # this index's generations, not the database's
 )
 # What a note has besides its row, by the column naming the note.
 _NOTE_PARTS = (("blocks", "note_id"), ("links", "source_id"), ("tags", "note_id"),
