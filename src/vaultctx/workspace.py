@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from .pipeline.retrievers import Retriever
     from .search.query import STOP_WORDS
     from .storage.indexer import Progress
-    from .storage.postgres.team import Person, Team
+    from .storage.people import People, Person
 
 __all__ = [
     "STOP_WORDS",
@@ -52,10 +52,10 @@ __all__ = [
     "Memory",
     "MemoryKind",
     "NoteText",
+    "People",
     "Person",
     "Selection",
     "SessionContext",
-    "Team",
     "Tier",
     "VaultWatcher",
     "Workspace",
@@ -71,8 +71,8 @@ _LAZY = {
     "MemoryKind": "vaultctx.memory.models",
     "Tier": "vaultctx.memory.models",
     "STOP_WORDS": "vaultctx.search.query",
-    "Person": "vaultctx.storage.postgres.team",
-    "Team": "vaultctx.storage.postgres.team",
+    "People": "vaultctx.storage.people",
+    "Person": "vaultctx.storage.people",
 }
 
 __getattr__ = lazy_exports(__name__, _LAZY, globals())
@@ -158,9 +158,16 @@ class Workspace:
         return self._vault.embedder
 
     @property
-    def team(self) -> Team | None:
-        """The people of the database (`database_url`); None on the SQLite index."""
+    def team(self) -> People:
+        """The people of a team's database (`database_url`); on the SQLite index nobody
+        but the owner (managing a team is refused)."""
         return self._vault.team
+
+    @property
+    def shared(self) -> bool:
+        """Whether servers on other hosts answer from this vault's index and keep its
+        memories too (a team's database), so a server may run beside another."""
+        return self._vault.backend.shared
 
     def __enter__(self) -> Workspace:
         return self
@@ -213,7 +220,7 @@ class Workspace:
         vault = self._vault
         return Vault(
             vault.root, vault.config, IndexDatabase(vault.db.path), vault.embedder,
-            reads=vault.reads,
+            backend=vault.backend.sharing(),
         )  # fmt: skip
 
     def index(
@@ -254,12 +261,11 @@ class Workspace:
         starts; `vaultctx team revoke --forget` on the host it runs on."""
         from .memory.paths import PEOPLE_DIRNAME  # the memory package: only for a team
 
-        team = self.team
         folder = self._vault.db.path.parent / PEOPLE_DIRNAME
-        if team is None or not folder.is_dir():
+        if not folder.is_dir():
             return []
-        on_team = {p.name for p in team.people() if p.revoked_at is None}
-        gone = sorted(d for d in folder.iterdir() if d.is_dir() and d.name not in on_team)
+        copies = sorted(d.name for d in folder.iterdir() if d.is_dir())
+        gone = [folder / name for name in self.team.departed(copies)]
         for copy in gone:
             with self._selector_lock:
                 made = self._people.pop(copy.name, None)
@@ -285,7 +291,7 @@ class Workspace:
                     created = True
             if created and (
                 self._memory is not None
-                or self.config.database_url is not None  # the team's memories, shared
+                or self.shared  # the team's memories, in its database
                 or memory_exists(self._vault.db.path.parent)
             ):
                 self.memory.attach(self._selector_made)
@@ -702,7 +708,7 @@ class _AgentPort:
         self.resolve_note = ws._find
         self.index = ws.index
         self.require_index = vault.require_index
-        self.session_shelf = vault.session_shelf
+        self.sessions = vault.sessions
 
     @property
     def memory(self) -> MemoryService:

@@ -707,7 +707,7 @@ def test_a_link_to_a_note_copied_later_in_the_same_publish(
 
 
 def test_status_names_the_database_without_its_password():
-    from vaultctx.storage.vault import _without_password
+    from vaultctx.storage.backend import _without_password
 
     assert (
         _without_password("postgresql://bob:s3cr%40t@db.example:5432/team?sslmode=require")

@@ -3,7 +3,9 @@ is the facade built on it. (`lint-imports` checks the static import graph.)"""
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +57,50 @@ def test_the_public_workspace_is_the_facade_over_a_vault(example_vault: Path) ->
         assert ws.sessions() == []
         assert [s.name for s in ws.skill_catalog().skills] == [s.name for s in ws.skills()]
         assert ws.skills() and ws.skill(ws.skills()[0].name) == ws.skills()[0]
+
+
+# A question of which backend a vault has: a None standing for "not a team's database".
+BACKEND_BRANCH = re.compile(r"\w*(database_url|book|shelf|team|people)\s+is\s+(not\s+)?None")
+
+
+def backend_questions(source: str) -> list[str]:
+    """What in `source` asks which backend a vault has: a `database_url` read, a branch on a
+    backend part being None, or an import of the database's own classes."""
+    found = [m.group(0) for m in BACKEND_BRANCH.finditer(source)]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "database_url":
+            found.append(f"line {node.lineno}: .database_url")
+        elif isinstance(node, ast.ImportFrom) and "postgres" in (node.module or ""):
+            found.append(f"line {node.lineno}: from {node.module} import")
+        elif isinstance(node, ast.Constant) and "storage.postgres" in str(node.value):
+            found.append(f"line {node.lineno}: {node.value!r}")
+    return found
+
+
+def test_backend_questions_are_found_wherever_they_are_asked() -> None:
+    asked = (
+        "if config.database_url is None:\n    pass\n"
+        "url = self.config.database_url\n"
+        "x = 1 if self.book is not None else 2\n"
+        "from ..storage.postgres.team import Team\n"
+        "LAZY = {'Team': 'vaultctx.storage.postgres.team'}\n"
+    )
+    assert len(backend_questions(asked)) == 6  # the first line is a read and a branch
+    assert backend_questions("book = vault.memory_book()\nbook.refresh(copy)\n") == []
+
+
+def test_nothing_above_storage_asks_which_backend_a_vault_has() -> None:
+    """The backend (the SQLite index, or a team's database) is chosen once, in
+    `storage.backend`; every layer above reads, publishes and keeps memories, people and
+    sessions through its protocols, never branching on which one it is."""
+    package = REPO_ROOT / "src" / "vaultctx"
+    asked = {
+        str(path.relative_to(package)): questions
+        for path in sorted(package.rglob("*.py"))
+        if path.relative_to(package).parts[0] not in ("storage", "config.py")
+        if (questions := backend_questions(path.read_text()))
+    }
+    assert asked == {}
 
 
 def test_every_silenced_type_error_says_why() -> None:

@@ -235,7 +235,6 @@ WORKSPACE_DOORS: dict[str, Case] = {
     "graph": Whole(lambda kit: graph_listing(kit.ws)),
     "index": NoNote("the owner's act of bringing the index up to date with the folder"),
     "memory": Queried(lambda kit, q: kit.ws.memory.search(q)),
-    "memory_book": NoNote("a team database's memory book by person name; None on SQLite"),
     "open": NoNote("lifecycle: opens a vault folder"),
     "person": NoNote("the team member this workspace answers for"),
     "policy": NoNote("the reader's read rules themselves"),
@@ -253,13 +252,13 @@ WORKSPACE_DOORS: dict[str, Case] = {
     "session": Named(
         lambda kit, name: kit.ws.session(agent_turn(kit, name)["session_id"]), AGENT_PAIRS
     ),
-    "session_shelf": NoNote("a team database's agent sessions; None on SQLite"),
+    "shared": NoNote("whether other hosts' servers answer from the same index"),
     "sessions": Whole(lambda kit: kit.ws.sessions()),
     "skill": Named(lambda kit, name: repr(kit.ws.skill(name)), SKILL_PAIRS),
     "skill_catalog": Whole(lambda kit: repr(kit.ws.skill_catalog())),
     "skills": Whole(lambda kit: repr(kit.ws.skills())),
     "status": Whole(lambda kit: kit.ws.status()),
-    "team": NoNote("a team database's people; None on SQLite"),
+    "team": NoNote("a team database's people; nobody on SQLite"),
     "touch": Named(lambda kit, name: kit.ws.touch(name)),
     "warm_up": NoNote("loads the model and caches in a thread; answers that thread"),
     "watch": NoNote("starts live re-indexing; answers the watcher"),

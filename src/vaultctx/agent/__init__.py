@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ..storage.sessions import SessionLog, SessionSummary, read_rows
     from .compaction import Compaction, history_from_rows
     from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model, split_model
-    from .session import SessionLog, SessionSummary, read_rows
     from .skills import Skill, SkillCatalog, SkillInput, SkillRun, discover, find_skill
     from .tools import VAULT_TOOLS, Tool
     from .trace import CompletionTrace, CompletionTraceStep
@@ -47,9 +47,9 @@ _LAZY = {
     "split_model": ".prepare",
     "ToolCallRecord": ".transcript",
     "Transcript": ".transcript",
-    "SessionLog": ".session",
-    "SessionSummary": ".session",
-    "read_rows": ".session",
+    "SessionLog": "vaultctx.storage.sessions",
+    "SessionSummary": "vaultctx.storage.sessions",
+    "read_rows": "vaultctx.storage.sessions",
     "Skill": ".skills",
     "SkillCatalog": ".skills",
     "SkillInput": ".skills",

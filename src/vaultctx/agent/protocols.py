@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..pipeline.models import Filters
     from ..storage.db import IndexDatabase
     from ..storage.indexer import IndexReport
-    from ..storage.postgres.session_shelf import SessionShelf
+    from ..storage.sessions import SessionStore
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,7 @@ class TurnWorkspace(Protocol):
     config: Config
     db: IndexDatabase
     policy: VaultPolicy
+    sessions: SessionStore  # where the turn's session is kept
 
     def view(self, destination: Destination | None = None) -> IndexView:
         """The index as what goes to `destination` may see it (default: where the
@@ -143,5 +144,3 @@ class TurnWorkspace(Protocol):
     def index(self, *, paths: list[str] | None = None) -> IndexReport: ...
 
     def require_index(self) -> None: ...
-
-    def session_shelf(self) -> SessionShelf | None: ...

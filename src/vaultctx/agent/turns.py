@@ -1,6 +1,6 @@
 """The AgentRequestHandler: one session's turns, end to end, and everything persisted.
 
-It owns persistence and rehydration: history comes back from the session file, and every
+It owns persistence and rehydration: history comes back from the session log, and every
 event of a turn (the exact system prompts sent, tool calls and results, one trace per model
 call, the question and the answer) is appended to it as it happens.
 """
@@ -22,19 +22,11 @@ from ..llm import LLMSettings, count_tokens
 from ..permissions import Asker, Capability, Destination, PermissionGuard, destination_of
 from ..pipeline.context import SessionContext
 from ..storage.audit import AuditLog
+from ..storage.sessions import SESSIONS_DIRNAME, SessionLog, SessionSummary
 from .compaction import compact, history_from_rows
 from .delegates import Delegates
 from .orchestrator import Orchestrator, OrchestratorRun, TurnCrew
 from .prepare import TurnPreparation, TurnPreparer, resolve_provider_model
-from .session import (
-    SessionLog,
-    SessionSummary,
-    SharedSessionLog,
-    list_session_files,
-    list_shared_sessions,
-    share_session_files,
-    write_session_files,
-)
 from .skill_tools import NO_SKILLS, TurnSkills, skills_for_turn
 from .tools import writable_tiers
 from .trace import CompletionTrace
@@ -47,7 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SESSIONS_DIRNAME = "sessions"
 CITATION = re.compile(r"\[\[([^\]|#^]+)(?:[#^|][^\]]*)?\]\]")
 
 EventHandler = Callable[[str, dict[str, Any]], None]
@@ -87,23 +78,18 @@ class TurnResult:
 
 
 def sessions_dir(ws: TurnWorkspace) -> Path:
-    """Sessions live beside the index: `<vault>/.vaultctx/sessions/` by default."""
+    """Session files live beside the index: `<vault>/.vaultctx/sessions/` by default."""
     return ws.db.path.parent / SESSIONS_DIRNAME
 
 
 def list_sessions(ws: TurnWorkspace) -> list[SessionSummary]:
-    shelf = ws.session_shelf()
-    return list_session_files(sessions_dir(ws)) if shelf is None else list_shared_sessions(shelf)
+    return ws.sessions.summaries()
 
 
 def move_sessions(ws: TurnWorkspace, *, back: bool = False) -> int:
     """On a team's database: copy this host's session files it lacks into it — or, `back`,
     its sessions this host has no file of into files; how many."""
-    shelf = ws.session_shelf()
-    if shelf is None:
-        return 0
-    move = write_session_files if back else share_session_files
-    return move(sessions_dir(ws), shelf)
+    return ws.sessions.move_out() if back else ws.sessions.move_in()
 
 
 def load_session(ws: TurnWorkspace, session_id: str) -> list[dict[str, Any]]:
@@ -111,12 +97,9 @@ def load_session(ws: TurnWorkspace, session_id: str) -> list[dict[str, Any]]:
     return open_session(ws, session_id).rows()
 
 
-def open_session(ws: TurnWorkspace, session_id: str) -> SessionLog | SharedSessionLog:
+def open_session(ws: TurnWorkspace, session_id: str) -> SessionLog:
     """A session to resume: its file, or (on a team's database) its rows there."""
-    shelf = ws.session_shelf()
-    if shelf is None:
-        return SessionLog.open(sessions_dir(ws), session_id)
-    return SharedSessionLog.open(shelf, session_id)
+    return ws.sessions.open(session_id)
 
 
 def cited_notes(ws: TurnWorkspace, answer: str) -> tuple[str, ...]:
@@ -197,7 +180,7 @@ class AgentRequestHandler:
         self.asker = asker
         self.on_event = on_event
         self.preparer = preparer or TurnPreparer(model_chain=(model, ws.config.llm_model))
-        self.log: SessionLog | SharedSessionLog | None = (
+        self.log: SessionLog | None = (
             open_session(ws, session_id) if session_id is not None else None
         )
         self._turn: _Turn | None = None
@@ -249,16 +232,10 @@ class AgentRequestHandler:
         citations = self._record_answer(question, run.answer, turn)
         return self._result(turn, orchestrator, run, citations)
 
-    def _session_log(self) -> SessionLog | SharedSessionLog:
+    def _session_log(self) -> SessionLog:
         """The session's log; a new session's is created on its first turn."""
         if self.log is None:
-            shelf = self.ws.session_shelf()
-            vault = str(self.ws.root)
-            self.log = (
-                SessionLog.create(sessions_dir(self.ws), vault=vault, version=__version__)
-                if shelf is None
-                else SharedSessionLog.create(shelf, vault=vault, version=__version__)
-            )
+            self.log = self.ws.sessions.create(vault=str(self.ws.root), version=__version__)
         return self.log
 
     def _prepare_turn(

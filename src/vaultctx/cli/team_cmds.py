@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 from rich.markup import escape
 from rich.table import Table
@@ -12,16 +10,6 @@ from ..errors import ConfigError
 from . import cli
 from .common import json_option, open_workspace, vault_option
 from .output import console, emit_json
-
-if TYPE_CHECKING:
-    from ..workspace import Team, Workspace
-
-
-def team_of(ws: Workspace) -> Team:
-    team = ws.team
-    if team is None:
-        raise ConfigError("a team needs a database: set database_url (see `vaultctx config`)")
-    return team
 
 
 @cli.group()
@@ -37,7 +25,7 @@ def team() -> None:
 def add(name: str, deny: tuple[str, ...], vault: str, as_json: bool) -> None:
     """Add NAME and print their token: it is shown this once."""
     with open_workspace(vault) as ws:
-        token = team_of(ws).add(name, deny)
+        token = ws.team.add(name, deny)
     if as_json:
         emit_json({"name": name, "token": token, "deny": list(deny)})
         return
@@ -58,7 +46,7 @@ def add(name: str, deny: tuple[str, ...], vault: str, as_json: bool) -> None:
 def revoke(name: str, forget: bool, vault: str, as_json: bool) -> None:
     """Stop NAME's token at once."""
     with open_workspace(vault) as ws:
-        revoked = team_of(ws).revoke(name, forget=forget)
+        revoked = ws.team.revoke(name, forget=forget)
         if forget:
             ws.forget_departed()
     if not revoked:
@@ -76,7 +64,7 @@ def revoke(name: str, forget: bool, vault: str, as_json: bool) -> None:
 def list_(vault: str, as_json: bool) -> None:
     """Everyone on the team, with what is hidden from them."""
     with open_workspace(vault) as ws:
-        people = team_of(ws).people()
+        people = ws.team.people()
     if as_json:
         emit_json([vars(p) | {"deny": list(p.deny)} for p in people])
         return
@@ -95,7 +83,7 @@ def log(person: str | None, limit: int, vault: str, as_json: bool) -> None:
     """The latest requests the team's servers answered, and who made each. Anyone can send
     a request: its text is shown with control characters escaped (`\\x1b`), never run."""
     with open_workspace(vault) as ws:
-        rows = team_of(ws).requests(limit, person)
+        rows = ws.team.requests(limit, person)
     if as_json:
         emit_json(rows)
         return

@@ -6,15 +6,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
+from ..storage.books import OWN_FILE, MemoryBook
 from .mirror import Scope
 from .models import Tier
 from .store import MemoryRepository
-
-if TYPE_CHECKING:
-    from ..storage.postgres.memory_book import MemoryBook
 
 Target = tuple[MemoryRepository, list[Scope]]
 """One database and the scopes to search in it."""
@@ -31,11 +28,12 @@ class MemoryPlaces:
         *,
         vault_scope: str,
         user: str,
-        account_book: MemoryBook | None = None,
+        account_book: MemoryBook = OWN_FILE,
         private_tiers: frozenset[Tier] = frozenset({Tier.ACCOUNT}),
         owns_repo: bool = True,
     ) -> None:
-        """`account_book`: the account's book in a team's database, `account_path` its copy.
+        """`account_book`: what keeps the account's file at `account_path` (on a team's
+        database, its book there).
         `private_tiers`: the tiers kept in the account's database, not the vault's.
         `owns_repo`: False when `repo` is shared (and stays open on `close`)."""
         self.repo = repo
@@ -52,9 +50,7 @@ class MemoryPlaces:
         """The account database, created only when something is written to it (here, or
         to its book by another server)."""
         if self._account is None and (
-            create
-            or self._account_path.exists()
-            or (self._account_book is not None and self._account_book.head()[1] > 0)
+            create or self._account_path.exists() or self._account_book.holds_rows()
         ):
             with self._lock:
                 if self._account is None:

@@ -21,6 +21,7 @@ from ..errors import ConfigError
 from ..llm.settings import LLMSettings
 from ..search.fusion import DEFAULT_RRF_K
 from ..storage.audit import AuditLog
+from ..storage.books import OWN_FILE, MemoryBook
 from . import extract as ex
 from .derive import TurnDeriver, TurnJob
 from .merging import MemoryDraft
@@ -48,8 +49,7 @@ if TYPE_CHECKING:
     from ..permissions.view import IndexView, ReadScope
     from ..pipeline import Selector
     from ..storage import Embedder, Vault
-    from ..storage.postgres.memory_book import MemoryBook
-    from ..storage.postgres.team import Person
+    from ..storage.people import Person
 
 DEFAULT_TURN_K = 8
 
@@ -84,14 +84,14 @@ class MemoryService:
         extractor: ex.Extractor | None = None,
         rrf_k: int = DEFAULT_RRF_K,
         scope: ReadScope | None = None,
-        book: MemoryBook | None = None,
-        account_book: MemoryBook | None = None,
+        book: MemoryBook = OWN_FILE,
+        account_book: MemoryBook = OWN_FILE,
         private_tiers: frozenset[Tier] = frozenset({Tier.ACCOUNT}),
         vault_memory: MemoryRepository | None = None,
     ) -> None:
         """`scope`: the reader; every search leaves out the memories drawn from notes its
-        view hides. On a team's database, `book` and `account_book` are the books the
-        vault's file and the account's are copies of; the workspace scope is then the
+        view hides. `book` and `account_book` keep the vault's file and the account's (on
+        a team's database, the books they are copies of); the workspace scope is then the
         book's (`vault_scope` is this host's, which it replaces). `private_tiers` live in
         the account's database (a team member's conversations too). `vault_memory`: the
         vault's database open already (a team server's, which its people share; `close`
@@ -103,7 +103,7 @@ class MemoryService:
         self.places = MemoryPlaces(
             repo,
             account_path or account_dir() / ACCOUNT_DB,
-            vault_scope=vault_scope if repo.book is None else repo.book.scope,
+            vault_scope=repo.book.workspace_scope(vault_scope),
             user=user or _user(),
             account_book=account_book,
             private_tiers=private_tiers,
@@ -171,8 +171,8 @@ class MemoryService:
                 else None
             ),
             user=person.name if person is not None else None,
-            book=vault.memory_book() if vault_memory is None else None,
-            account_book=vault.memory_book(person.name) if person is not None else None,
+            book=vault.memory_book() if vault_memory is None else OWN_FILE,
+            account_book=vault.memory_book(person.name) if person is not None else OWN_FILE,
             private_tiers=frozenset(
                 {Tier.ACCOUNT} if person is None else {Tier.ACCOUNT, Tier.CONVERSATION}
             ),

@@ -2,12 +2,13 @@
 
 The file stays the copy this server searches — FTS5, the vector mirror and every statement
 of the memory layer are unchanged — and the database holds the book every server shares
-(`storage.postgres.memory_book`). Each write takes the book's lock, first applies what other
-servers wrote since this copy last looked, then runs, and sends the rows it changed (caught
-by triggers on this connection) as the book's next version, committed in the database before
-the file. A read first catches up when the book moved on. A memory forgotten anywhere is
-erased from every copy, its words merged out of FTS5 like a local hard delete. A
-conversation's scratchpad notes travel the same way.
+(`storage.books.MemoryBook`: its implementations decide which transaction runs). Each
+write takes the book's lock, first applies what other servers wrote since this copy last
+looked, then runs, and sends the rows it changed (caught by triggers on this connection) as
+the book's next version, committed in the database before the file. A read first catches up
+when the book moved on. A memory forgotten anywhere is erased from every copy, its words
+merged out of FTS5 like a local hard delete. A conversation's scratchpad notes travel the
+same way.
 """
 
 from __future__ import annotations
@@ -16,13 +17,10 @@ import contextlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
+from ..storage.books import BookChanges, BookRow, BookWrite, MemoryBook, SharedBook
 from ..storage.db import IndexDatabase, map_sqlite_error
 from .models import Tier
-
-if TYPE_CHECKING:
-    from ..storage.postgres.memory_book import BookChanges, BookWrite, MemoryBook
 
 # What this connection's statements changed — memories by id, scratchpad notes by
 # (session, key) — which a write sends to the book. No key and no OR IGNORE: an upsert's
@@ -57,10 +55,11 @@ MEMORY, SCRATCHPAD = "memory", "scratchpad"  # the kinds of a book's rows
 
 
 class BookSharing:
-    """The sharing half of `MemoryRepository`: its transactions and reads with a book."""
+    """The sharing half of `MemoryRepository`: its transactions and reads as its book
+    (`storage.books.BookCopy`) runs them."""
 
     db: IndexDatabase
-    book: MemoryBook | None
+    book: MemoryBook
     local_scope: str | None  # this host's workspace scope, when it differs from the book's
     # A copy of a book that was dropped and made anew: merged into the new one (the vault's
     # memories, which a lost database must not take with it), or dropped (a person's, which
@@ -71,29 +70,30 @@ class BookSharing:
     _erase_leftovers: Callable[[], None]
 
     def refresh(self) -> None:
-        """Catch up with the book when another server wrote to it (one indexed read when
-        nothing changed); a no-op without a book."""
-        if self.book is None:
-            return
-        book_id, version = self.book.head()
-        known_id, known_version = _known(self.connect())
-        if known_id != book_id or known_version < version:
-            with self._shared_transaction():
-                pass
+        """Catch up with the book when another server wrote to it."""
+        self.book.refresh(self)
+
+    def known(self) -> tuple[str, int]:
+        return _known(self.connect())
 
     @contextlib.contextmanager
-    def _shared_transaction(self) -> Iterator[sqlite3.Connection]:
-        assert self.book is not None
+    def own_transaction(self) -> Iterator[sqlite3.Connection]:
+        self.connect()
+        with self.db.transaction() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def shared_transaction(self, book: SharedBook) -> Iterator[sqlite3.Connection]:
         conn = self.connect()
         conn.executescript(_CAPTURE)  # this connection's, once (IF NOT EXISTS after that)
         forgotten = 0
         try:
-            with self.book.writing() as write:
+            with book.writing() as write:
                 try:
                     conn.execute("BEGIN IMMEDIATE")
                 except sqlite3.OperationalError as exc:
                     raise map_sqlite_error(exc, self.db.path) from exc
-                forgotten = self._catch_up(conn, write)
+                forgotten = self._catch_up(conn, write, book)
                 yield conn
                 self._send(conn, write)
             # the database committed: the file now, or (if that fails) catch up next time
@@ -105,9 +105,8 @@ class BookSharing:
         if forgotten:
             self._erase_leftovers()
 
-    def _catch_up(self, conn: sqlite3.Connection, write: BookWrite) -> int:
+    def _catch_up(self, conn: sqlite3.Connection, write: BookWrite, book: SharedBook) -> int:
         """Apply what the book holds that this copy lacks; memories forgotten."""
-        assert self.book is not None
         known_id, known_version = _known(conn)
         changes = write.changes(known_version if known_id else 0)
         first = known_id != changes.book_id
@@ -120,13 +119,13 @@ class BookSharing:
         forgotten += self._apply(conn, changes)
         conn.execute("DELETE FROM temp.vx_changed")
         if first:  # the rest of this copy joins the book, its workspace memories its scope
-            _rescope(conn, self.local_scope, self.book.scope)
+            _rescope(conn, self.local_scope, book.scope)
             conn.execute("INSERT INTO temp.vx_changed SELECT 'memory', id FROM memories")
             conn.execute(
                 "INSERT INTO temp.vx_changed"
                 " SELECT 'scratchpad', json_array(session_id, key) FROM scratchpad"
             )
-            IndexDatabase.set_meta(conn, "book_scope", self.book.scope)
+            IndexDatabase.set_meta(conn, "book_scope", book.scope)
         IndexDatabase.set_meta(conn, "book_id", changes.book_id)
         IndexDatabase.set_meta(conn, "book_version", str(changes.version))
         return forgotten
@@ -195,8 +194,6 @@ class BookSharing:
     def _send(self, conn: sqlite3.Connection, write: BookWrite) -> None:
         """The memories and scratchpad notes this transaction changed, as the book's next
         version."""
-        from ..storage.postgres.memory_book import BookRow  # with a book only: psycopg's
-
         if conn.execute("SELECT 1 FROM temp.vx_changed LIMIT 1").fetchone() is None:
             return
         columns = _columns(conn)

@@ -16,11 +16,12 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from ..search.query import QueryTokenizer, build_query
+from ..storage.books import OWN_FILE, MemoryBook
 from ..storage.db import IndexDatabase
 from ..storage.lexical import FtsTerms, run_bm25
 from .merging import DraftMerging
@@ -29,9 +30,6 @@ from .mirror import Scope, VectorMirror
 from .models import Memory, MemoryKind, Tier
 from .rows import COLUMNS, memory_from_row, scope_filter
 from .sharing import BookSharing
-
-if TYPE_CHECKING:
-    from ..storage.postgres.memory_book import MemoryBook
 
 # bm25 weights of (text, summary, themes).
 FTS_WEIGHTS = (1.0, 0.5, 0.5)
@@ -48,15 +46,15 @@ class ScoreRow(NamedTuple):
 
 
 class MemoryRepository(DraftMerging, BookSharing):
-    """One memory database: `memory.db` beside the index, or the account's own file — with
-    a `book`, this server's copy of that book of a team's database."""
+    """One memory database: `memory.db` beside the index, or the account's own file — kept
+    by its `book`: the file alone, or as this server's copy of a book of a team's database."""
 
     def __init__(
         self,
         path: Path,
         *,
         model_id: str | None = None,
-        book: MemoryBook | None = None,
+        book: MemoryBook = OWN_FILE,
         local_scope: str | None = None,
         merges_stale_copy: bool = True,
     ) -> None:
@@ -70,8 +68,7 @@ class MemoryRepository(DraftMerging, BookSharing):
         self.db = IndexDatabase(path, migrate=migrate_memory)
         self.mirror = VectorMirror()
         self._secure = threading.local()
-        if book is None:
-            self.leave_book()
+        book.opened(self)
 
     # --- connections ---------------------------------------------------------------------
 
@@ -85,12 +82,7 @@ class MemoryRepository(DraftMerging, BookSharing):
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        if self.book is not None:
-            with self._shared_transaction() as conn:
-                yield conn
-            return
-        self.connect()
-        with self.db.transaction() as conn:
+        with self.book.transaction(self) as conn:
             yield conn
 
     def generation(self) -> int:

@@ -59,7 +59,7 @@ from .bodies import (
 from .client import route
 
 if TYPE_CHECKING:
-    from ..workspace import Team, VaultWatcher, Workspace
+    from ..workspace import People, VaultWatcher, Workspace
 
 log = logging.getLogger(__name__)
 # Who answered, in the team's request log: this host and process.
@@ -110,7 +110,7 @@ class BearerAuth:
     is then answered as `Workspace.for_person` sees the vault. With a team, every request
     is logged with who made it."""
 
-    def __init__(self, app: ASGIApp, token: str, team: Team | None = None) -> None:
+    def __init__(self, app: ASGIApp, token: str, team: People) -> None:
         self.app = app
         self.token = token
         self.team = team
@@ -125,7 +125,7 @@ class BearerAuth:
         owner = authorized(header, self.token)
         who: str | None = None
         unavailable: VaultctxError | None = None
-        if not owner and self.team is not None and header is not None:
+        if not owner and header is not None:
             token = header.decode("latin-1").removeprefix("Bearer ")
             try:
                 person = await run_in_threadpool(self.team.authenticate, token)
@@ -152,17 +152,16 @@ class BearerAuth:
             else:
                 await self.app(scope, receive, sent)
         finally:
-            if self.team is not None:
-                who = who or (self.team.OWNER if owner else self.team.UNKNOWN)
-                path: str | None = scope["path"]
-                if who == self.team.UNKNOWN:
-                    path = self.anonymous.admit(scope["path"])
-                if path is not None:
-                    await self._log(self.team, who, scope, path, status[0], started, arrived)
+            who = who or (self.team.OWNER if owner else self.team.UNKNOWN)
+            path: str | None = scope["path"]
+            if who == self.team.UNKNOWN:
+                path = self.anonymous.admit(scope["path"])
+            if path is not None:
+                await self._log(self.team, who, scope, path, status[0], started, arrived)
 
     @staticmethod
     async def _log(
-        team: Team, who: str, scope: Scope, path: str, status: int, started: float, arrived: float
+        team: People, who: str, scope: Scope, path: str, status: int, started: float, arrived: float
     ) -> None:
         ms = (time.perf_counter() - started) * 1000
         try:
@@ -393,7 +392,7 @@ def create_app(
     return app
 
 
-def _middleware(token: str, allow_origin: str | None, team: Team | None) -> list[Middleware]:
+def _middleware(token: str, allow_origin: str | None, team: People) -> list[Middleware]:
     """Outermost first: the Host check, CORS when an origin is allowed, then the token."""
     middleware = [Middleware(LoopbackHost)]
     if allow_origin:

@@ -60,7 +60,7 @@ class LocalServer:
         self._lock = ProcessLock(workspace.root / SERVER_LOCK)
         holder = self._lock.try_acquire()
         self.announced = holder is None
-        if holder is not None and workspace.config.database_url is None:
+        if holder is not None and not workspace.shared:
             info = read_server_file(workspace.root)
             where = f" on {HOST}:{info.port}" if info is not None else ""
             raise ServerRunning(

@@ -6,32 +6,31 @@ on top (`vaultctx/workspace.py`); nothing here knows about those layers.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
-from urllib.parse import urlsplit, urlunsplit
 
 from ..config import CONFIG_DIRNAME, Config, load_config
-from ..errors import ConfigError, NoteNotFound, NotIndexed, VaultNotFound
+from ..errors import NoteNotFound, NotIndexed, VaultNotFound
+from .backend import Backend, backend_kind, open_backend
+from .books import MemoryBook
 from .db import IndexDatabase, WriterLock
 from .embeddings import Embedder
 from .graph import build_graph
-from .index_reads import IndexReads, SqliteReads
-from .indexer import FULLTEXT_KEY, FULLTEXT_OFF, Indexer, IndexReport, Progress, build_fulltext
+from .index_reads import IndexReads
+from .indexer import Indexer, IndexReport, Progress
+from .people import People
+from .sessions import SessionStore
 from .watch import WATCH_ERROR_KEY, VaultWatcher
 
 if TYPE_CHECKING:
     import networkx as nx
-
-    from .postgres.memory_book import MemoryBook
-    from .postgres.session_shelf import SessionShelf
-    from .postgres.sync import IndexerSeat
-    from .postgres.team import Team
 
 
 @dataclass(frozen=True)
@@ -63,11 +62,7 @@ class IndexStatus:
         """The status of a vault with no index, told without making one."""
         root = Path(path).expanduser().resolve()
         config = load_config(root)
-        index_path = (
-            index_dir(root, config) / "index.db"
-            if config.database_url is None
-            else _without_password(config.database_url)
-        )
+        index_path = backend_kind(config).where(index_dir(root, config) / "index.db", config)
         return cls(
             vault=str(root), index_path=str(index_path), notes=0, blocks=0, links=0,
             dangling_links=0, tags=0, aliases=0, vectors=0, model=None, index_bytes=0,
@@ -86,41 +81,24 @@ class Vault:
         db: IndexDatabase,
         embedder: Embedder,
         *,
-        reads: IndexReads | None = None,
+        backend: Backend | None = None,
     ) -> None:
-        """`reads`: another vault object's, shared (and left open by `close`)."""
+        """`backend`: what the index is read from and published to, chosen from `config`
+        unless given (another vault object's `Backend.sharing()`)."""
         self.root = root
         self.config = config
         self.db = db
-        # What select, related and refine read from the index (the writes go through `db`):
-        # the SQLite index, or the PostgreSQL database it is published to.
-        self._owns_reads = reads is None
-        if reads is None:
-            if config.database_url is None:
-                self._make_fulltext()
-                reads = SqliteReads(db)
-            else:
-                reads = _postgres_reads(config.database_url)
-        self.reads: IndexReads = reads
+        self.backend = open_backend(config, db) if backend is None else backend
         self.embedder = embedder
         self._write_lock = threading.Lock()
         self._graph_cache: tuple[str | None, nx.DiGraph] | None = None
         self._watchers: list[VaultWatcher] = []
-        self._seat: IndexerSeat | None = None  # with a database_url, once this one indexes
 
-    def _make_fulltext(self) -> None:
-        """An index last written for a database (`database_url`) has an empty full-text
-        table: read here, it is made now, once (or by the process indexing, if one is)."""
-        if self.db.get_meta(FULLTEXT_KEY) != FULLTEXT_OFF:
-            return
-        lock = WriterLock(self.db.path.parent / "index.lock")
-        if lock.try_acquire() is not None:
-            return
-        try:
-            with self.db.transaction() as conn:
-                build_fulltext(conn, self.config.language)
-        finally:
-            lock.release()
+    @property
+    def reads(self) -> IndexReads:
+        """What select, related and refine read from the index (the writes go through
+        `db`): the SQLite index, or the database it is published to."""
+        return self.backend.reads
 
     @classmethod
     def open(
@@ -149,7 +127,7 @@ class Vault:
         if embedder is None:
             embedder = Embedder(config.embedding_model, backend=config.embedding_backend)
         db_path = index_dir(root, config) / "index.db"
-        if not create and config.database_url is None and not db_path.exists():
+        if not create and not backend_kind(config).has_index(db_path):
             raise not_indexed(root)
         return cls(root, config, IndexDatabase(db_path), embedder)
 
@@ -168,7 +146,7 @@ class Vault:
         vault-relative files (created, edited or deleted), as a file watcher reports them.
         """
         do_embed = self.config.embed if embed is None else embed
-        with self._write_lock, WriterLock(self.db.path.parent / "index.lock"):
+        with self._writing():
             indexer = Indexer(
                 self.root,
                 self.db,
@@ -177,70 +155,37 @@ class Vault:
                 progress=progress,
                 workers=self.config.index_workers,
                 language=self.config.language,
-                fulltext=self.config.database_url is None,
+                fulltext=self.backend.fulltext,
             )
-            if self.config.database_url is None:
-                return indexer.run(paths)
-            return self._index_and_publish(indexer, paths, self.config.database_url)
+            return self.backend.index(indexer, self.db, paths)
 
-    def _index_and_publish(
-        self, indexer: Indexer, paths: list[str] | None, url: str
-    ) -> IndexReport:
-        """Index into the SQLite index, then publish what changed to the database, from the
-        database's indexer seat (IndexLocked while another vaultctx holds it): one indexer
-        at a time, and one taking over after another host indexed first goes on from the
-        database's content."""
-        from .postgres.sync import IndexerSeat, catch_up, publish
-
-        if self._seat is None:
-            self._seat = IndexerSeat(url)
-        pg = self._seat.take()
-        catch_up(self.db, pg)
-        report = indexer.run(paths)
-        report.published = asdict(publish(self.db, pg, self.config.language))
-        return report
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The index's writer locks: this process's, then every process's."""
+        with self._write_lock, WriterLock(self.db.path.parent / "index.lock"):
+            yield
 
     @property
-    def team(self) -> Team | None:
-        """The people of the database (`database_url`); None on the SQLite index."""
-        if self.config.database_url is None:
-            return None
-        from .postgres.team import Team
+    def team(self) -> People:
+        """The people of the backend: a team's database's, or nobody on the SQLite index."""
+        return self.backend.people
 
-        return Team(self.reads.query)  # type: ignore[attr-defined]  # database_url: PostgresReads
+    @property
+    def sessions(self) -> SessionStore:
+        """Where the agent's sessions are kept: files beside the index, or a team's
+        database, which every server of the team resumes."""
+        return self.backend.sessions
 
-    def memory_book(self, person: str | None = None) -> MemoryBook | None:
-        """The database's book of the vault's memories — or of one `person`'s own — which
-        every server of the team shares (made if new: the vault's with this host's path as
-        its workspace scope); None on the SQLite index."""
-        if self.config.database_url is None:
-            return None
-        from .postgres.memory_book import VAULT_BOOK, MemoryBook, person_book
-
-        if person is None:
-            return MemoryBook(self.reads, VAULT_BOOK, str(self.root))  # type: ignore[arg-type]  # database_url: PostgresReads
-        return MemoryBook(self.reads, person_book(person), person)  # type: ignore[arg-type]  # database_url: PostgresReads
-
-    def session_shelf(self) -> SessionShelf | None:
-        """The agent sessions of the database (`database_url`), which every server of the
-        team resumes; None on the SQLite index (sessions are files there)."""
-        if self.config.database_url is None:
-            return None
-        from .postgres.session_shelf import SessionShelf
-
-        return SessionShelf(self.reads)  # type: ignore[arg-type]  # database_url: PostgresReads
+    def memory_book(self, person: str | None = None) -> MemoryBook:
+        """What keeps the vault's memory file — or one `person`'s own: on a team's
+        database, the book every server of the team shares (made if new: the vault's with
+        this host's path as its workspace scope)."""
+        return self.backend.memory_book(person, str(self.root))
 
     def restore_from_database(self) -> int:
         """Replace the SQLite index with the database's (`database_url`), vectors included:
         the way back from PostgreSQL, or a new host's start. Returns the notes restored."""
-        from .postgres.sync import IndexerSeat, restore
-
-        if self.config.database_url is None:
-            raise ConfigError("no database to restore from: set database_url first")
-        if self._seat is None:
-            self._seat = IndexerSeat(self.config.database_url)
-        with self._write_lock, WriterLock(self.db.path.parent / "index.lock"):
-            return restore(self._seat.take(), self.db)
+        return self.backend.restore(self.db, self._writing)
 
     @property
     def generation(self) -> str | None:
@@ -265,11 +210,7 @@ class Vault:
         return IndexStatus(
             vault=str(self.root),
             # where the index is read from: the database (its password left out), or the file
-            index_path=(
-                str(self.db.path)
-                if self.config.database_url is None
-                else _without_password(self.config.database_url)
-            ),
+            index_path=self.backend.location,
             model=model,
             index_bytes=self.db.size_bytes(),
             last_indexed=_iso(float(last)) if last else None,
@@ -338,10 +279,7 @@ class Vault:
 
     def close(self) -> None:
         self.stop_watching()
-        if self._seat is not None:
-            self._seat.release()
-        if self._owns_reads:
-            self.reads.close()
+        self.backend.close()
         self.db.close()
 
     def __enter__(self) -> Self:
@@ -381,20 +319,6 @@ def resolve_note(reads: IndexReads, note: str, root: Path) -> tuple[str, int]:
     if found := reads.find_note("alias", wanted, True):
         return found
     raise note_not_found(note, root)
-
-
-def _without_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-def _postgres_reads(url: str) -> IndexReads:
-    from .postgres.reads import PostgresReads
-
-    return PostgresReads(url)
 
 
 def _iso(timestamp: float) -> str:

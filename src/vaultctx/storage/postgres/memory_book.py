@@ -12,47 +12,21 @@ their columns and migrations; this module only stores, versions and locks them.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from contextlib import AbstractContextManager
+from typing import Any
 
+from ..books import BookChanges, BookCopy, BookRow
 from .reads import PostgresReads
 
 # pg_advisory_xact_lock(class, key): the class of memory books' write locks.
 _BOOK_LOCK = 0x766D656D  # "vmem"
-VAULT_BOOK = "vault"  # the vault's memory.db
-
-
-def person_book(name: str) -> str:
-    """The book of a team member's own memories (their account file)."""
-    return f"person:{name}"
-
-
-class BookRow(NamedTuple):
-    """One row of a book: its kind (a memory, say) and id, its columns, its vector's model
-    and float32 bytes (or None), and its row number in the file of the server that wrote it."""
-
-    kind: str
-    id: str
-    row: dict[str, Any]
-    model: str | None
-    vector: bytes | None
-    rowid: int
-
-
-@dataclass(frozen=True)
-class BookChanges:
-    """What a book holds newer than some version: rows written, (kind, id)s forgotten."""
-
-    book_id: str
-    version: int
-    rows: list[BookRow]
-    forgotten: list[tuple[str, str]]
 
 
 class BookWrite:
-    """A book inside its write lock: what changed since a version, and the writing of rows."""
+    """A book inside its write lock (`books.BookWrite`)."""
 
     def __init__(self, conn: Any, name: str) -> None:
         self._conn = conn
@@ -135,10 +109,10 @@ class BookWrite:
 
 
 class MemoryBook:
-    """One book of the database, made (with `scope` as its workspace scope) when first
-    opened; `scope` is then the book's, whoever opens it later and wherever their vault is.
-    A book dropped meanwhile (`Team.revoke(forget=True)`) is made anew at the next write,
-    with a new id."""
+    """One book of the database (`books.MemoryBook`, `books.SharedBook`), made (with
+    `scope` as its workspace scope) when first opened; `scope` is then the book's, whoever
+    opens it later and wherever their vault is. A book dropped meanwhile
+    (`Team.revoke(forget=True)`) is made anew at the next write, with a new id."""
 
     def __init__(self, reads: PostgresReads, name: str, scope: str) -> None:
         self.reads = reads
@@ -170,6 +144,27 @@ class MemoryBook:
             conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_BOOK_LOCK, self.name))
             self._made(lambda sql, args: _rows(conn.execute(sql, args)))
             yield BookWrite(conn, self.name)
+
+    def workspace_scope(self, local: str) -> str:
+        return self.scope  # the book's, whichever host made it
+
+    def holds_rows(self) -> bool:
+        return self.head()[1] > 0
+
+    def opened(self, copy: BookCopy) -> None:
+        return None
+
+    def transaction(self, copy: BookCopy) -> AbstractContextManager[sqlite3.Connection]:
+        return copy.shared_transaction(self)
+
+    def refresh(self, copy: BookCopy) -> None:
+        """Catch up when another server wrote to the book (one indexed read when nothing
+        changed)."""
+        book_id, version = self.head()
+        known_id, known_version = copy.known()
+        if known_id != book_id or known_version < version:
+            with copy.shared_transaction(self):
+                pass
 
 
 def _rows(cursor: Any) -> list[tuple]:

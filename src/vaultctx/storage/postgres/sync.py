@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,12 @@ from ..language import analyse
 from ..migrations import CHANGES_LOGGED
 from .postings import SEGMENT_NOTES, Analyser, SegmentRows
 from .schema import connect, one_line
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+
+    Database = Connection[tuple[Any, ...]]
+    """A connection to a team's database (psycopg's, rows as tuples)."""
 
 NOTE_COLUMNS = (
     "id", "path", "title", "mtime_ns", "size", "content_hash", "frontmatter", "problems",
@@ -123,18 +129,16 @@ class IndexerSeat:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._conn: Any = None
+        self._conn: Database | None = None
         self._held = False
 
     @database_errors("taking the indexer seat")
-    def take(self) -> Any:
+    def take(self) -> Database:
         """The connection holding the seat; IndexLocked while another indexer holds it."""
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._conn, self._held = connect(self.url), False
         if not self._held:
-            (got,) = self._conn.execute(
-                "SELECT pg_try_advisory_lock(%s)", (_INDEXING_LOCK,)
-            ).fetchone()
+            (got,) = _one(self._conn, "SELECT pg_try_advisory_lock(%s)", (_INDEXING_LOCK,))
             if not got:
                 raise IndexLocked("another vaultctx is indexing into this database")
             self._held = True
@@ -147,6 +151,13 @@ class IndexerSeat:
         self._conn, self._held = None, False
 
 
+def _one(pg: Database, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...]:
+    """The one row of a statement that always has one (an aggregate, a function's value)."""
+    row = pg.execute(sql, params).fetchone()
+    assert row is not None
+    return row
+
+
 def index_id(db: IndexDatabase) -> str:
     """This SQLite index's identity, made on first use."""
     current = db.get_meta("index_id")
@@ -157,12 +168,12 @@ def index_id(db: IndexDatabase) -> str:
     return current
 
 
-def published_from(pg: Any) -> str | None:
+def published_from(pg: Database) -> str | None:
     return _pg_meta(pg, "published_from")
 
 
 @database_errors("publishing the index")
-def publish(db: IndexDatabase, pg: Any, language: str | None) -> PublishReport:
+def publish(db: IndexDatabase, pg: Database, language: str | None) -> PublishReport:
     """Bring the database to the SQLite index's content in one transaction: the notes whose
     row differs are written again with their blocks, terms, links, tags and aliases; the
     notes gone are deleted; vectors the database lacks are copied; links whose target moved
@@ -233,12 +244,14 @@ def publish(db: IndexDatabase, pg: Any, language: str | None) -> PublishReport:
     return report
 
 
-def _pg_meta(pg: Any, key: str) -> str | None:
+def _pg_meta(pg: Database, key: str) -> str | None:
     row = pg.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
     return row[0] if row else None
 
 
-def _changed_notes(lite: sqlite3.Connection, pg: Any, logged: bool) -> tuple[list[int], list[int]]:
+def _changed_notes(
+    lite: sqlite3.Connection, pg: Database, logged: bool
+) -> tuple[list[int], list[int]]:
     """Ids of the notes whose row differs between the two (or is only in SQLite), and of
     those only in PostgreSQL; of the notes `logged` as changed since the last publish only,
     when asked."""
@@ -256,7 +269,7 @@ def _changed_notes(lite: sqlite3.Connection, pg: Any, logged: bool) -> tuple[lis
 
 
 def _delete_notes(
-    pg: Any, changed: list[int], deleted: list[int], language: str | None, analyser: Analyser
+    pg: Database, changed: list[int], deleted: list[int], language: str | None, analyser: Analyser
 ) -> Counter[str]:
     """Clear what the changed notes had (their rows are written again; their accesses
     stay) and delete the notes gone, leaving their postings dead in their segments; what
@@ -288,7 +301,7 @@ def _delete_notes(
     return df
 
 
-def _rebuilt_segments_notes(pg: Any) -> list[int]:
+def _rebuilt_segments_notes(pg: Database) -> list[int]:
     """Drop the segments worth rebuilding: those a quarter or more dead, and those under
     half full once there are more than MAX_SMALL_SEGMENTS of them (each publish of a few
     notes makes one). The notes they still held, to be written again into new segments."""
@@ -356,9 +369,9 @@ def _read_batch(
     return _Batch(notes, analysed, rows)
 
 
-def _write_batch(pg: Any, batch: _Batch) -> None:
+def _write_batch(pg: Database, batch: _Batch) -> None:
     """Write a batch as a new segment (and its notes' rows)."""
-    (segment,) = pg.execute("SELECT nextval('segment_ids')").fetchone()
+    (segment,) = _one(pg, "SELECT nextval('segment_ids')")
     with pg.cursor() as cur:
         with cur.copy(_COPY_POSTING_LISTS) as copy:
             copy.write(batch.postings.copy_data(segment))
@@ -378,7 +391,7 @@ def _write_batch(pg: Any, batch: _Batch) -> None:
         _copy(pg, table, written, batch.rows[table])
 
 
-def _update_doc_freqs(pg: Any, df: Counter[str]) -> None:
+def _update_doc_freqs(pg: Database, df: Counter[str]) -> None:
     """Each term's block count, moved by what a publish removed and added."""
     moved = {term: delta for term, delta in df.items() if delta}
     if not moved:
@@ -392,7 +405,7 @@ def _update_doc_freqs(pg: Any, df: Counter[str]) -> None:
     pg.execute("DELETE FROM term_df WHERE df <= 0 AND term = ANY(%s)", (terms,))
 
 
-def _retarget_links(lite: sqlite3.Connection, pg: Any, logged: bool) -> int:
+def _retarget_links(lite: sqlite3.Connection, pg: Database, logged: bool) -> int:
     """Links of unchanged notes whose target the indexer resolved again (a note added,
     renamed or deleted elsewhere): their target as the SQLite index has it. Of the links
     `logged` as retargeted since the last publish only, when asked."""
@@ -401,7 +414,9 @@ def _retarget_links(lite: sqlite3.Connection, pg: Any, logged: bool) -> int:
         here_sql += " WHERE id IN (SELECT id FROM unpublished_links)"
         there_sql += " WHERE id = ANY(%s)"
     here = dict(lite.execute(here_sql))
-    there = dict(pg.execute(there_sql, (list(here),) if logged else ()).fetchall())
+    there: dict[int, int | None] = dict(
+        pg.execute(there_sql, (list(here),) if logged else ()).fetchall()
+    )
     moved = [
         (target, link) for link, target in here.items() if link in there and there[link] != target
     ]
@@ -411,7 +426,7 @@ def _retarget_links(lite: sqlite3.Connection, pg: Any, logged: bool) -> int:
     return len(moved)
 
 
-def _copy_vectors(lite: sqlite3.Connection, pg: Any, logged: bool) -> int:
+def _copy_vectors(lite: sqlite3.Connection, pg: Database, logged: bool) -> int:
     """The vectors the database lacks, as they are (keyed by model and content hash): of
     those `logged` as added since the last publish only, when asked."""
     if logged:
@@ -452,9 +467,9 @@ def _copy_vectors(lite: sqlite3.Connection, pg: Any, logged: bool) -> int:
     return written
 
 
-def _copy_accesses(lite: sqlite3.Connection, pg: Any) -> int:
+def _copy_accesses(lite: sqlite3.Connection, pg: Database) -> int:
     """Touches recorded in the SQLite index since the database's last one."""
-    (last,) = pg.execute("SELECT coalesce(max(at), 0) FROM accesses").fetchone()
+    (last,) = _one(pg, "SELECT coalesce(max(at), 0) FROM accesses")
     rows = lite.execute(
         "SELECT note_id, at, kind FROM accesses WHERE at > ? ORDER BY at", (last,)
     ).fetchall()
@@ -462,18 +477,20 @@ def _copy_accesses(lite: sqlite3.Connection, pg: Any) -> int:
     return len(rows)
 
 
-def _block_totals(pg: Any, notes: list[int] | None = None) -> tuple[int, int]:
+def _block_totals(pg: Database, notes: list[int] | None = None) -> tuple[int, int]:
     """The blocks and their full-text tokens in the database: all, or of `notes`."""
     if notes is None:
-        return pg.execute("SELECT count(*), coalesce(sum(ntok), 0) FROM blocks").fetchone()
+        count, ntok = _one(pg, "SELECT count(*), coalesce(sum(ntok), 0) FROM blocks")
+        return count, ntok
     if not notes:
         return 0, 0
-    return pg.execute(
-        "SELECT count(*), coalesce(sum(ntok), 0) FROM blocks WHERE note_id = ANY(%s)", (notes,)
-    ).fetchone()
+    count, ntok = _one(
+        pg, "SELECT count(*), coalesce(sum(ntok), 0) FROM blocks WHERE note_id = ANY(%s)", (notes,)
+    )
+    return count, ntok
 
 
-def _lexical_totals(pg: Any, written: list[int], removed: tuple[int, int]) -> tuple[int, int]:
+def _lexical_totals(pg: Database, written: list[int], removed: tuple[int, int]) -> tuple[int, int]:
     """bm25's totals (blocks, tokens) once the notes `written` are in and the blocks
     `removed` are gone: the last publish's moved by the difference, not counted again over
     every block (a quarter of a second at a million)."""
@@ -488,7 +505,7 @@ def _lexical_totals(pg: Any, written: list[int], removed: tuple[int, int]) -> tu
 
 
 def _copy_meta(
-    lite: sqlite3.Connection, pg: Any, source: str, totals: tuple[int, int], *, bump: bool
+    lite: sqlite3.Connection, pg: Database, source: str, totals: tuple[int, int], *, bump: bool
 ) -> int:
     """The SQLite index's meta, the database's own generation (moved on when anything
     changed, and returned), where it was published from, and bm25's `totals`."""
@@ -506,7 +523,7 @@ def _copy_meta(
     return int(values["generation"])
 
 
-def _copy(pg: Any, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+def _copy(pg: Database, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     if not rows:
         return
     with pg.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
@@ -515,7 +532,7 @@ def _copy(pg: Any, table: str, columns: Sequence[str], rows: Sequence[Sequence[A
 
 
 @database_errors("catching up with the database's index")
-def catch_up(db: IndexDatabase, pg: Any) -> bool:
+def catch_up(db: IndexDatabase, pg: Database) -> bool:
     """Before indexing: when the database holds an index this SQLite index did not publish
     last (another host indexed since, or never this one), restore it here first, so the
     indexer goes on from the database's content and ids. True when it did."""
@@ -531,7 +548,7 @@ def catch_up(db: IndexDatabase, pg: Any) -> bool:
 
 
 @database_errors("restoring the index from the database")
-def restore(pg: Any, db: IndexDatabase) -> int:
+def restore(pg: Database, db: IndexDatabase) -> int:
     """Replace the SQLite index's content with the database's, vectors included, its
     full-text table left empty (made when the index is read here: `Vault`). The SQLite
     index then counts as the one the database was published from. Notes restored."""
@@ -563,7 +580,7 @@ def restore(pg: Any, db: IndexDatabase) -> int:
                     "INSERT INTO embeddings (model, hash, vector) VALUES (?, ?, ?)",
                     [(m, h, v.to_numpy().astype(np.float32).tobytes()) for m, h, v in rows],
                 )
-        meta = dict(pg.execute("SELECT key, value FROM meta").fetchall())
+        meta: dict[str, str] = dict(pg.execute("SELECT key, value FROM meta").fetchall())
         IndexDatabase.set_meta(lite, FULLTEXT_KEY, FULLTEXT_OFF)
         for key, value in meta.items():
             if key not in ("published_from", "lexical_rows", "lexical_tokens"):

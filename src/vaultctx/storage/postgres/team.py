@@ -12,24 +12,16 @@ import hashlib
 import re
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ...errors import ConfigError
-from .memory_book import person_book
+from ..books import person_book
+from ..people import OWNER, UNKNOWN, Person
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 # The longest text of a request the log keeps (a path, a method): anyone can send a request,
 # and whoever reads the log must be able to read it.
 LOGGED_CHARS = 200
-
-
-@dataclass(frozen=True)
-class Person:
-    name: str
-    deny: tuple[str, ...] = ()  # vault paths (gitignore globs) hidden from this person
-    created_at: str | None = None
-    revoked_at: str | None = None
 
 
 def printable(text: str, limit: int = LOGGED_CHARS) -> str:
@@ -47,11 +39,11 @@ def _digest(token: str) -> str:
 
 
 class Team:
-    """The people of a database, through `query` (`PostgresReads.query`: a statement's rows,
-    and `IndexUnavailable` when the database cannot be reached)."""
+    """The people of a database (`people.People`), through `query` (`PostgresReads.query`:
+    a statement's rows, and `IndexUnavailable` when the database cannot be reached)."""
 
-    OWNER = "owner"  # who a request made with the server's own token is logged as
-    UNKNOWN = "unknown"  # who a request with no valid token is logged as
+    OWNER: ClassVar[str] = OWNER
+    UNKNOWN: ClassVar[str] = UNKNOWN
 
     def __init__(self, query: Callable[..., list[tuple]]) -> None:
         self._query = query
@@ -107,6 +99,10 @@ class Team:
             (_digest(token),),
         )
         return Person(found[0][0], tuple(found[0][1])) if found else None
+
+    def departed(self, names: Sequence[str]) -> list[str]:
+        on_team = {p.name for p in self.people() if p.revoked_at is None}
+        return [name for name in names if name not in on_team]
 
     def log(
         self, person: str, method: str, path: str, status: int, ms: float, server: str, at: float
