@@ -145,6 +145,9 @@ TIME_BOOST = 1.0  (pipeline/timewindow.py)
     a month without a year or a word like "May" may not mean the notes' time
 LINK_KIND_WEIGHTS = {"wiki": 1.0, "markdown": 1.0, "embed": 1.5}  (storage/graph.py)
     untuned: embedding a note is a stronger tie than naming it
+LINK_CHANGES_KEPT = 16  (storage/graph.py)
+    untuned: a log length, not a weight; a graph held across more index runs than this is
+    read whole again
 COMMON_TERM_SHARE = 0.05  (search/query.py)
     set with `POSTINGS_BUDGET` when dropped common terms cost held-out Recall@100 (0.283
     against plain RRF's 0.322); alone untuned
