@@ -184,9 +184,7 @@ FRONTMATTER_LINE = st.sampled_from(
     closing=st.sampled_from(["---", "..."]),
     body=st.lists(st.lists(WORD, min_size=1, max_size=8).map(" ".join), max_size=4),
 )
-def test_a_fenced_frontmatter_is_never_body_text_even_when_its_yaml_is_broken(
-    front, closing, body
-):
+def test_a_fenced_frontmatter_is_never_body_text_even_when_its_yaml_is_broken(front, closing, body):
     body_text = "\n\n".join(body)
     note = parse_note(f"---\n{front}{closing}\n{body_text}\n", "title")
     indexed = word_set(" ".join(b.text + " " + " ".join(b.heading_path) for b in note.blocks))

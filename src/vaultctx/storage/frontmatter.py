@@ -1,10 +1,11 @@
 """YAML frontmatter: split it from the body, read it as JSON, and its tag and alias lists.
 
 Nothing in a note's frontmatter can stop the index: malformed YAML becomes a warning, and the
-body after its fence is indexed as in any note (the fence is frontmatter, read or not); a value Python cannot hold (an impossible date, a number thousands of
-digits long) is kept as the text written, with a warning; aliases that would expand into more
-values than the frontmatter's own size allows (a "billion laughs") are a warning, not an hour
-of work and gigabytes of memory.
+body after its fence is indexed as in any note (the fence is frontmatter, read or not); a
+value Python cannot hold (an impossible date, a number thousands of digits long) is kept as
+the text written, with a warning; aliases that would expand into more values than the
+frontmatter's own size allows (a "billion laughs") are a warning, not an hour of work and
+gigabytes of memory.
 """
 
 from __future__ import annotations
