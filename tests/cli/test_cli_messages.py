@@ -183,6 +183,17 @@ def test_piped_output_is_not_cut_into_lines_of_80_columns(indexed: Path) -> None
     assert max(map(len, found.stdout.splitlines())) > 80
 
 
+def test_piped_output_ends_each_line_at_its_last_character(indexed: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    for command in (["search", "varroa", "-k", "3", "--no-vectors"], ["status"], ["focus"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "vaultctx", *command, "-V", str(indexed)],
+            capture_output=True, text=True, timeout=120, env=env, check=True,
+        )  # fmt: skip
+        lines = done.stdout.splitlines()
+        assert lines and [line for line in lines if line != line.rstrip()] == [], command
+
+
 def test_at_80_columns_the_result_table_breaks_paths_only_between_words(indexed: Path) -> None:
     args = ["varroa mites treatment", "-V", str(indexed), "--no-vectors", "-k", "6"]
     paths = [path for path, _, _ in candidates(run("search", *args, "--json"))]

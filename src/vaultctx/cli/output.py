@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -16,6 +18,8 @@ if TYPE_CHECKING:
 # The width of output that goes to a file or a pipe: no line is cut into lines of a width
 # no one chose, and tables take the width their cells need.
 PIPED_WIDTH = 4096
+# What pads a line out to the table's or the console's width, before the line's end.
+_TRAILING_SPACES = re.compile(r" +(?=\n)")
 
 
 def __getattr__(name: str) -> Any:
@@ -24,9 +28,11 @@ def __getattr__(name: str) -> Any:
     if name not in ("console", "err_console"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from rich.console import Console, ConsoleDimensions
+    from rich.segment import Segment
 
     class _Console(Console):
-        """A terminal's width on a terminal (or $COLUMNS when set), else `PIPED_WIDTH`."""
+        """A terminal's width on a terminal (or $COLUMNS when set), else `PIPED_WIDTH`; off
+        a terminal, lines end at their last character, unpadded."""
 
         @property
         def size(self) -> ConsoleDimensions:
@@ -38,6 +44,10 @@ def __getattr__(name: str) -> Any:
         @size.setter
         def size(self, new_size: tuple[int, int]) -> None:
             self._width, self._height = new_size
+
+        def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+            rendered = super()._render_buffer(buffer)
+            return rendered if self.is_terminal else _TRAILING_SPACES.sub("", rendered)
 
     value = _Console(highlight=False, stderr=name == "err_console")
     globals()[name] = value
