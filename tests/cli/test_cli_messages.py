@@ -124,6 +124,31 @@ def test_related_is_titled_by_the_note_it_is_related_to(indexed: Path) -> None:
     assert "select:" not in result.stdout
 
 
+def test_related_says_its_note_seeds_the_graph_for_that_answer_alone(indexed: Path) -> None:
+    args = ["Varroa Mites", "-V", str(indexed), "--no-vectors", "-k", "5"]
+    shown = run("related", *args)
+    assert shown.exit_code == 0, shown.output
+    [said] = [line for line in shown.stdout.splitlines() if "Varroa Mites.md, the note" in line]
+    assert said.startswith(
+        "graph seeded by Pests and Diseases/Varroa Mites.md, the note asked about"
+        " (this answer only) · lifted "
+    )
+    assert "focus --clear" not in shown.stdout
+    stored = json.loads(run("focus", "-V", str(indexed), "--json").stdout)
+    assert stored["notes"] == []
+    focus = json.loads(run("related", *args, "--json").stdout)["diagnostics"]["focus"]
+    assert focus["notes"] == [
+        {"path": "Pests and Diseases/Varroa Mites.md", "weight": 1.0, "asked": True}
+    ]
+    touched = run("related", *args, "--touch")
+    assert "graph seeded by Pests and Diseases/Varroa Mites.md" in touched.stdout
+    stored = json.loads(run("focus", "-V", str(indexed), "--json").stdout)
+    assert [note["path"] for note in stored["notes"]] == ["Pests and Diseases/Varroa Mites.md"]
+    after = run("search", "mite treatment", "-V", str(indexed), "--no-vectors")
+    assert "focus: Pests and Diseases/Varroa Mites.md (1)" in after.stdout
+    assert "`vaultctx focus --clear` forgets it" in after.stdout
+
+
 def test_index_and_status_report_one_index_size(indexed: Path) -> None:
     report = json.loads(run("index", str(indexed), "--no-embed", "--json").stdout)
     status = json.loads(run("status", str(indexed), "--json").stdout)

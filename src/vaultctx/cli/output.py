@@ -79,3 +79,19 @@ def human_bytes(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} GB"
+
+
+def focus_line(focus: dict[str, Any]) -> str:
+    """An answer's `focus` diagnostics in words: the note asked about (`related`), which
+    counts for this answer alone, apart from the notes opened, touched or edited, which
+    `vaultctx focus` shows and `--clear` forgets."""
+    asked = [n for n in focus["notes"] if n.get("asked")]
+    stored = [n for n in focus["notes"] if not n.get("asked")]
+    parts = [f"graph seeded by {n['path']}, the note asked about (this answer only)" for n in asked]
+    if stored:
+        parts.append("focus: " + ", ".join(f"{n['path']} ({n['weight']:g})" for n in stored))
+    lifted = ", ".join(f"{n['path']} {n['from']}→{n['to']}" for n in focus["lifted"])
+    parts.append(f"lifted {lifted}" if lifted else "moved nothing")
+    if stored:
+        parts.append("`vaultctx focus --clear` forgets it")
+    return " · ".join(parts)

@@ -232,13 +232,7 @@ def render_selection(selection: Selection, *, title: str, empty: str) -> None:
         )
     focus = d.get("focus")
     if focus:
-        in_focus = ", ".join(f"{n['path']} ({n['weight']:g})" for n in focus["notes"])
-        lifted = ", ".join(f"{n['path']} {n['from']}→{n['to']}" for n in focus["lifted"])
-        console.print(
-            f"[dim]focus: {escape(in_focus)}"
-            + (f" · lifted {escape(lifted)}" if lifted else " · moved nothing")
-            + " · `vaultctx focus --clear` forgets it[/]"
-        )
+        console.print(f"[dim]{escape(output.focus_line(focus))}[/]", soft_wrap=True)
     if selection.explain:
         explain = selection.explain
         lexical = explain.get("lexical") or {}

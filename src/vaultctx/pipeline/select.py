@@ -285,7 +285,7 @@ class Selector:
         )
         diagnostics = diagnostics_of(search, found, plugins, use_vectors, started)
         diagnostics["evidence"] = verdict.evidence.as_dict()
-        focus = focus_diagnostics(search.reads, found.context, ranked, k)
+        focus = focus_diagnostics(search.reads, found.context, ranked, k, search.open_note)
         if focus is not None:
             diagnostics["focus"] = focus
         if search.window is not None:
