@@ -116,6 +116,50 @@ def test_a_search_that_finds_nothing_says_so_instead_of_an_empty_table(indexed: 
     assert "┏" not in result.stdout and "snippet" not in result.stdout
 
 
+def test_a_search_its_filters_empty_names_each_filter_no_note_matches_and_its_closest(
+    indexed: Path,
+) -> None:
+    args = ["varroa", "-V", str(indexed), "--no-vectors", "--tag", "bees", "--path", "Jornal"]
+    shown = run("search", *args)
+    assert shown.exit_code == 0
+    assert shown.stdout.splitlines()[:3] == [
+        "No results for 'varroa'. The filters left no note to search:",
+        "  no note has the tag 'bees'; did you mean 'queens'?",
+        "  no note is at or under 'Jornal'; did you mean 'Journal'?",
+    ]
+    report = json.loads(run("search", *args, "--json").stdout)["diagnostics"]["filters"]
+    assert report == {
+        "notes_left": 0,
+        "unmatched": [
+            {"filter": "tag", "value": "bees", "closest": ["queens"]},
+            {"filter": "path", "value": "Jornal", "closest": ["Journal"]},
+        ],
+    }
+    field = run("search", "varroa", "-V", str(indexed), "--field", "status=actve")
+    assert "no note has the field 'status=actve'; did you mean 'status=active'" in field.stdout
+    apart = run("search", "varroa", "-V", str(indexed), "--tag", "pests", "--path", "Forage")
+    assert "no note matches all of them at once." in apart.stdout
+    none_args = ["zzyzx", "-V", str(indexed), "--no-vectors", "--tag", "pests"]
+    left = json.loads(run("search", *none_args, "--json").stdout)["diagnostics"]["filters"]
+    assert left["notes_left"] > 1 and left["unmatched"] == []
+    said = f"The filters left {left['notes_left']} notes, none of which matches."
+    assert said in run("search", *none_args).stdout
+
+
+def test_a_filter_never_suggests_a_tag_or_folder_the_reader_may_not_see(make_vault) -> None:
+    vault = make_vault(
+        {
+            ".vaultctx/permissions.toml": DENY_PRIVATE,
+            "Private/Strongroom.md": "# Strongroom\n\nThe safe code. #strongbox\n",
+            "Orchard.md": "# Orchard\n\nApples picked in September. #strongbow\n",
+        }
+    )
+    assert run("index", str(vault), "--no-embed").exit_code == 0
+    shown = run("search", "apples", "-V", str(vault), "--tag", "strongbo", "--path", "Privat")
+    assert "did you mean 'strongbow'?" in shown.stdout
+    assert "strongbox" not in shown.stdout and "'Private'" not in shown.stdout, shown.stdout
+
+
 def test_related_is_titled_by_the_note_it_is_related_to(indexed: Path) -> None:
     result = run("related", "Queen Records", "-V", str(indexed), "--no-vectors", "-k", "3")
     assert result.exit_code == 0, result.output

@@ -95,3 +95,37 @@ def focus_line(focus: dict[str, Any]) -> str:
     if stored:
         parts.append("`vaultctx focus --clear` forgets it")
     return " · ".join(parts)
+
+
+def either(names: list[str]) -> str:
+    """'a', 'a' or 'b', 'a', 'b' or 'c': the names to choose from, quoted."""
+    quoted = [repr(name) for name in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+_NO_NOTE = {
+    "tag": "no note has the tag {value!r}",
+    "path": "no note is at or under {value!r}",
+    "field": "no note has the field {value!r}",
+}
+
+
+def empty_answer(empty: str, diagnostics: dict[str, Any]) -> str:
+    """`empty` ("No results for …"), and when filters left nothing to find, how: each tag,
+    path or field that matches no note, with what it may have meant (diagnostics
+    `filters`)."""
+    report = diagnostics.get("filters")
+    if not report:
+        return empty
+    left = report["notes_left"]
+    if left:
+        return f"{empty} The filters left {left} note{'s' * (left != 1)}, none of which matches."
+    lines = [f"{empty} The filters left no note to search:"]
+    for miss in report["unmatched"]:
+        said = _NO_NOTE[miss["filter"]].format(value=miss["value"])
+        lines.append(
+            f"  {said}" + (f"; did you mean {either(miss['closest'])}?" if miss["closest"] else ".")
+        )
+    if not report["unmatched"]:
+        lines.append("  no note matches all of them at once.")
+    return "\n".join(lines)

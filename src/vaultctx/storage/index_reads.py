@@ -148,6 +148,9 @@ class IndexReads(Protocol):
     def tagged(self, tag: str) -> list[tuple[str, str]]:
         """(path, title) of the notes carrying `tag`, by path."""
 
+    def note_tags(self) -> list[tuple[int, str]]:
+        """(note id, tag) of every tag of every note."""
+
     # --- vectors
     def vector_count(self, model: str) -> int:
         """Blocks with a vector of `model`."""
@@ -592,6 +595,9 @@ class SqliteReads:
             (folder, folder),
         )
         return [path for (path,) in rows]
+
+    def note_tags(self) -> list[tuple[int, str]]:
+        return self.db.connect().execute("SELECT note_id, tag FROM tags").fetchall()
 
     def tagged(self, tag: str) -> list[tuple[str, str]]:
         return (

@@ -592,6 +592,9 @@ class PostgresReads:
         )
         return [path for (path,) in found]
 
+    def note_tags(self) -> list[tuple[int, str]]:
+        return self.query("SELECT note_id, tag FROM tags")
+
     def tagged(self, tag: str) -> list[tuple[str, str]]:
         return self.query(
             "SELECT n.path, n.title FROM tags t JOIN notes n ON n.id = t.note_id"
