@@ -116,12 +116,81 @@ def test_a_search_that_finds_nothing_says_so_instead_of_an_empty_table(indexed: 
     assert "┏" not in result.stdout and "snippet" not in result.stdout
 
 
+def test_a_search_its_filters_empty_names_each_filter_no_note_matches_and_its_closest(
+    indexed: Path,
+) -> None:
+    args = ["varroa", "-V", str(indexed), "--no-vectors", "--tag", "bees", "--path", "Jornal"]
+    shown = run("search", *args)
+    assert shown.exit_code == 0
+    assert shown.stdout.splitlines()[:3] == [
+        "No results for 'varroa'. The filters left no note to search:",
+        "  no note has the tag 'bees'; did you mean 'queens'?",
+        "  no note is at or under 'Jornal'; did you mean 'Journal'?",
+    ]
+    report = json.loads(run("search", *args, "--json").stdout)["diagnostics"]["filters"]
+    assert report == {
+        "notes_left": 0,
+        "unmatched": [
+            {"filter": "tag", "value": "bees", "closest": ["queens"]},
+            {"filter": "path", "value": "Jornal", "closest": ["Journal"]},
+        ],
+    }
+    field = run("search", "varroa", "-V", str(indexed), "--field", "status=actve")
+    assert "no note has the field 'status=actve'; did you mean 'status=active'" in field.stdout
+    apart = run("search", "varroa", "-V", str(indexed), "--tag", "pests", "--path", "Forage")
+    assert "no note matches all of them at once." in apart.stdout
+    none_args = ["zzyzx", "-V", str(indexed), "--no-vectors", "--tag", "pests"]
+    left = json.loads(run("search", *none_args, "--json").stdout)["diagnostics"]["filters"]
+    assert left["notes_left"] > 1 and left["unmatched"] == []
+    said = f"The filters left {left['notes_left']} notes, none of which matches."
+    assert said in run("search", *none_args).stdout
+
+
+def test_a_filter_never_suggests_a_tag_or_folder_the_reader_may_not_see(make_vault) -> None:
+    vault = make_vault(
+        {
+            ".vaultctx/permissions.toml": DENY_PRIVATE,
+            "Private/Strongroom.md": "# Strongroom\n\nThe safe code. #strongbox\n",
+            "Orchard.md": "# Orchard\n\nApples picked in September. #strongbow\n",
+        }
+    )
+    assert run("index", str(vault), "--no-embed").exit_code == 0
+    shown = run("search", "apples", "-V", str(vault), "--tag", "strongbo", "--path", "Privat")
+    assert "did you mean 'strongbow'?" in shown.stdout
+    assert "strongbox" not in shown.stdout and "'Private'" not in shown.stdout, shown.stdout
+
+
 def test_related_is_titled_by_the_note_it_is_related_to(indexed: Path) -> None:
     result = run("related", "Queen Records", "-V", str(indexed), "--no-vectors", "-k", "3")
     assert result.exit_code == 0, result.output
     title = result.stdout.splitlines()[0].rstrip()
     assert title.split(" · ")[0] == "related to Hives/Queen Records.md"
     assert "select:" not in result.stdout
+
+
+def test_related_says_its_note_seeds_the_graph_for_that_answer_alone(indexed: Path) -> None:
+    args = ["Varroa Mites", "-V", str(indexed), "--no-vectors", "-k", "5"]
+    shown = run("related", *args)
+    assert shown.exit_code == 0, shown.output
+    [said] = [line for line in shown.stdout.splitlines() if "Varroa Mites.md, the note" in line]
+    assert said.startswith(
+        "graph seeded by Pests and Diseases/Varroa Mites.md, the note asked about"
+        " (this answer only) · lifted "
+    )
+    assert "focus --clear" not in shown.stdout
+    stored = json.loads(run("focus", "-V", str(indexed), "--json").stdout)
+    assert stored["notes"] == []
+    focus = json.loads(run("related", *args, "--json").stdout)["diagnostics"]["focus"]
+    assert focus["notes"] == [
+        {"path": "Pests and Diseases/Varroa Mites.md", "weight": 1.0, "asked": True}
+    ]
+    touched = run("related", *args, "--touch")
+    assert "graph seeded by Pests and Diseases/Varroa Mites.md" in touched.stdout
+    stored = json.loads(run("focus", "-V", str(indexed), "--json").stdout)
+    assert [note["path"] for note in stored["notes"]] == ["Pests and Diseases/Varroa Mites.md"]
+    after = run("search", "mite treatment", "-V", str(indexed), "--no-vectors")
+    assert "focus: Pests and Diseases/Varroa Mites.md (1)" in after.stdout
+    assert "`vaultctx focus --clear` forgets it" in after.stdout
 
 
 def test_index_and_status_report_one_index_size(indexed: Path) -> None:
@@ -181,6 +250,17 @@ def test_piped_output_is_not_cut_into_lines_of_80_columns(indexed: Path) -> None
     rows = [line for line in found.stdout.splitlines() if line.startswith("│")]
     assert len(rows) == 5, found.stdout  # one line per result: nothing wrapped
     assert max(map(len, found.stdout.splitlines())) > 80
+
+
+def test_piped_output_ends_each_line_at_its_last_character(indexed: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    for command in (["search", "varroa", "-k", "3", "--no-vectors"], ["status"], ["focus"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "vaultctx", *command, "-V", str(indexed)],
+            capture_output=True, text=True, timeout=120, env=env, check=True,
+        )  # fmt: skip
+        lines = done.stdout.splitlines()
+        assert lines and [line for line in lines if line != line.rstrip()] == [], command
 
 
 def test_at_80_columns_the_result_table_breaks_paths_only_between_words(indexed: Path) -> None:

@@ -17,8 +17,10 @@ from conftest import hash_tree
 from vaultctx.cli import cli
 from vaultctx.cli.index_cmds import index_progress, phases
 from vaultctx.storage.db import WriterLock
+from vaultctx.storage.index_reads import PROBLEM_NOTES_SHOWN
 
 VAULTCTX = Path(sys.executable).parent / "vaultctx"
+DENY_PRIVATE = '[[rules]]\ncapability = "vault.read"\npaths = ["Private/**"]\neffect = "deny"\n'
 
 REPORT_KEYS = {
     "files",
@@ -122,6 +124,36 @@ def test_status_for_people_is_a_table(example_vault):
     assert result.exit_code == 0
     assert "dangling links" in result.stdout
     assert "notes with problems" in result.stdout
+
+
+def test_status_names_each_note_with_problems_and_its_first_problem(example_vault):
+    run("index", str(example_vault), "--no-embed")
+    said = run("status", str(example_vault)).stdout.splitlines()
+    counted = next(i for i, line in enumerate(said) if line.startswith("notes with problems"))
+    assert said[counted].split() == ["notes", "with", "problems", "1"]
+    assert said[counted + 1].strip() == (
+        "Forage/Ivy.md: frontmatter: invalid YAML at line 3: did not find expected ',' or ']'"
+    )
+    data = json.loads(run("status", str(example_vault), "--json").stdout)
+    assert [note["path"] for note in data["problem_notes"]] == ["Forage/Ivy.md"]
+
+
+def test_status_names_the_first_notes_with_problems_the_reader_may_see(make_vault):
+    broken = "---\ntags: [a\n---\nBody.\n"
+    vault = make_vault(
+        {
+            ".vaultctx/permissions.toml": DENY_PRIVATE,
+            "Private/Secret Broken.md": broken,
+            **{f"Broken {n:02}.md": broken for n in range(PROBLEM_NOTES_SHOWN + 2)},
+        }
+    )
+    run("index", str(vault), "--no-embed")
+    data = json.loads(run("status", str(vault), "--json").stdout)
+    assert data["notes_with_problems"] == PROBLEM_NOTES_SHOWN + 2
+    named = [note["path"] for note in data["problem_notes"]]
+    assert named == [f"Broken {n:02}.md" for n in range(PROBLEM_NOTES_SHOWN)]
+    said = run("status", str(vault)).stdout
+    assert "… and 2 more notes" in said and "Secret" not in said
 
 
 def test_status_of_a_never_indexed_vault_shows_zeros(example_vault):

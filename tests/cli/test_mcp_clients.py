@@ -147,3 +147,63 @@ def test_install_leaves_a_file_it_cannot_read_alone(tmp_path: Path, home: Path) 
 def test_print_config_refuses_a_folder_that_does_not_exist(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["mcp", str(tmp_path / "nope"), "--print-config", "cursor"])
     assert result.exit_code == 2 and "no vault folder" in result.output
+
+
+def test_outside_any_vault_print_config_and_install_refuse_in_one_line(
+    tmp_path: Path, home: Path
+) -> None:
+    for mode in ("--print-config", "--install"):
+        result = CliRunner().invoke(cli, ["mcp", mode, "claude-desktop"])
+        assert result.exit_code == 2, result.output
+        assert result.stdout == ""
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"Error: no vault here: neither {tmp_path.resolve()} nor")
+    assert not CLIENTS["claude-desktop"].config_file().exists()
+    assert not (tmp_path / ".vaultctx").exists()
+
+
+def test_in_a_vaults_subfolder_the_config_serves_the_vault_and_says_where_it_goes(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vault = tmp_path / "notes"
+    (vault / ".obsidian").mkdir(parents=True)
+    (vault / "Hives").mkdir()
+    monkeypatch.chdir(vault / "Hives")
+    result = CliRunner().invoke(cli, ["mcp", "--print-config", "claude-desktop"])
+    assert result.exit_code == 0, result.output
+    assert the_entry(json.loads(result.stdout), "claude-desktop")["args"][-1] == str(vault)
+    where = CLIENTS["claude-desktop"].config_file()
+    assert f"Claude Desktop reads this from {where}" in result.stderr
+
+
+def test_installing_a_second_vault_under_the_same_name_says_it_replaced_the_first(
+    tmp_path: Path, home: Path
+) -> None:
+    first, second = tmp_path / "bees", tmp_path / "garden"
+    for vault in (first, second):
+        (vault / ".vaultctx").mkdir(parents=True)
+    assert CliRunner().invoke(cli, ["mcp", str(first), "--install", "cursor"]).exit_code == 0
+    again = CliRunner().invoke(cli, ["mcp", str(first), "--install", "cursor"])
+    assert "Warning" not in again.stderr  # the same vault: nothing lost
+    result = CliRunner().invoke(cli, ["mcp", str(second), "--install", "cursor"])
+    assert result.exit_code == 0, result.output
+    assert f"Warning: 'vaultctx' served {first} until now" in result.stderr
+    assert f"vaultctx mcp {first} --install cursor --name" in result.stderr
+    assert "is not indexed yet: the server indexes it when Cursor first starts it" in (
+        result.stderr
+    )
+
+
+def test_a_server_started_on_a_vault_never_indexed_indexes_it_first(make_vault) -> None:
+    vault = make_vault(NOTES)
+
+    async def steps(client) -> dict:
+        return (await client.call_tool("select", {"query": "varroa mites", "k": 3})).model_dump()
+
+    selected = run_stdio(
+        sys.executable, ["-m", "vaultctx", "mcp", str(vault), "--no-vectors"], steps
+    )
+    assert not selected["is_error"], selected
+    found = selected["structured_content"]["candidates"]
+    assert [c["path"] for c in found] == ["Hives/Varroa.md"]
+    assert (vault / ".vaultctx" / "index.db").is_file()

@@ -93,7 +93,7 @@ def test_frontmatter_dates_become_iso_strings():
     assert note.frontmatter == {"created": "2024-10-05"}
 
 
-def test_malformed_yaml_is_a_warning_and_the_note_stays_searchable_text():
+def test_malformed_yaml_is_a_warning_and_its_fence_is_not_body_text():
     text = (
         "---\ntags: [forage, autumn\ncreated: 2024-10-05\n---\n"
         "# Ivy\n\nHedera helix flowers late.\n"
@@ -104,7 +104,10 @@ def test_malformed_yaml_is_a_warning_and_the_note_stays_searchable_text():
     assert len(note.warnings) == 1
     assert note.warnings[0].startswith("frontmatter: invalid YAML")
     everything = " ".join(b.text for b in note.blocks)
-    assert {"forage", "autumn", "created", "Hedera", "helix", "flowers"} <= words(everything)
+    assert {"Hedera", "helix", "flowers"} <= words(everything)
+    assert not {"forage", "autumn", "created"} & words(everything)
+    assert note.title == "Ivy"
+    assert note.blocks[0].start_line == 7  # "Hedera helix flowers late."
 
 
 def test_unclosed_frontmatter_is_a_warning_and_kept_as_text():

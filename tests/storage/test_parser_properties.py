@@ -159,3 +159,40 @@ def test_every_link_line_number_points_at_its_link(text):
 def test_the_token_estimate_is_words_plus_other_marks_for_any_text(text):
     # ASCII text takes a byte-translation shortcut; it must count exactly what the rule says.
     assert estimate_tokens(text) == len(re.findall(r"\w+|[^\w\s]", text))
+
+
+# Frontmatter lines, read or not: valid YAML, broken YAML, and YAML that is not a mapping.
+# Their words are upper case, so no body word (lower case) can be one of them.
+FRONTMATTER_LINE = st.sampled_from(
+    [
+        "TAGS: [FORAGE, AUTUMN]\n",
+        "TAGS: [FORAGE, AUTUMN\n",
+        "CREATED: 2024-10-05\n",
+        "TITLE: 'UNCLOSED\n",
+        "- LISTED\n",
+        "KEY: : VALUE\n",
+        "\tTABBED: INDENT\n",
+        "ALIASES: {BROKEN\n",
+        "PLAIN WORDS\n",
+    ]
+)
+
+
+@SETTINGS
+@given(
+    front=st.lists(FRONTMATTER_LINE, max_size=6).map("".join),
+    closing=st.sampled_from(["---", "..."]),
+    body=st.lists(st.lists(WORD, min_size=1, max_size=8).map(" ".join), max_size=4),
+)
+def test_a_fenced_frontmatter_is_never_body_text_even_when_its_yaml_is_broken(front, closing, body):
+    body_text = "\n\n".join(body)
+    note = parse_note(f"---\n{front}{closing}\n{body_text}\n", "title")
+    indexed = word_set(" ".join(b.text + " " + " ".join(b.heading_path) for b in note.blocks))
+    assert not word_set(front) & indexed
+    assert word_set(body_text) <= indexed
+    if note.frontmatter_error:
+        assert note.warnings == (f"frontmatter: {note.frontmatter_error}",)
+    lines = ["---", *front.splitlines(), closing, *body_text.split("\n")]
+    for block in note.blocks:
+        span = "\n".join(lines[block.start_line - 1 : block.end_line])
+        assert word_set(block.text) <= word_set(span), "a block's lines hold its text"

@@ -136,6 +136,7 @@ def test_notes_are_found_by_name_counted_and_linked_the_same(published):
     for language in (None, "de"):
         here, there = lite.index_counts(model, language), pg.index_counts(model, language)
         assert here == there and list(here["languages"]) == list(there["languages"])
+    assert sorted(lite.note_tags()) == sorted(pg.note_tags()) != []
     (notes_here, links_here), (notes_there, links_there) = lite.link_rows(), pg.link_rows()
     assert sorted(notes_here) == sorted(notes_there)
     assert sorted(links_here) == sorted(links_there)

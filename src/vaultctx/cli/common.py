@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..errors import VaultNotFound
+
 if TYPE_CHECKING:
     from ..operations import Request
     from ..workspace import Workspace
@@ -38,9 +40,32 @@ def find_vault(vault: str | None = None, *, start: Path | None = None) -> Path:
         return Path(named).expanduser()
     here = (start or Path.cwd()).absolute()
     for folder in (here, *here.parents):
-        if any((folder / marker).is_dir() for marker in VAULT_MARKERS):
+        if is_marked(folder):
             return folder
     return here
+
+
+def is_marked(folder: Path) -> bool:
+    """Whether `folder` holds `.vaultctx/` or `.obsidian/`: a vault's folder."""
+    return any((folder / marker).is_dir() for marker in VAULT_MARKERS)
+
+
+def named_or_marked(vault: str) -> Path:
+    """`vault` (as `find_vault` gave it), absolute, when it was named (VAULT, -V, or
+    $VAULTCTX_VAULT) or is a marked vault folder; `VaultNotFound` when it is only the
+    current folder, which nothing marks as a vault: for a command that must not take any
+    folder it is run in for a vault (`mcp`, whose client would serve that folder)."""
+    root = Path(vault).expanduser().resolve()
+    ctx = click.get_current_context(silent=True)
+    given = ctx is not None and (ctx.params.get("vault") or ctx.params.get("vault_path"))
+    if not (given or os.environ.get(VAULT_ENV) or is_marked(root)):
+        raise VaultNotFound(
+            f"no vault here: neither {root} nor a folder above it holds .vaultctx/ or"
+            " .obsidian/; run it in the vault's folder, or name the vault (`vaultctx mcp PATH`)"
+        )
+    if not root.is_dir():
+        raise VaultNotFound(f"no vault folder at {root}")
+    return root
 
 
 def vault_option(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -165,6 +165,7 @@ def status(vault: str, as_json: bool) -> None:
         ("index size", human_bytes(st.index_bytes)),
         ("last indexed", st.last_indexed or "never"),
         ("notes with problems", str(st.notes_with_problems)),
+        *(("", line) for line in problem_lines(st)),
         (
             "languages",
             ", ".join(f"{lang or 'too short to tell'} {n}" for lang, n in st.languages.items())
@@ -176,3 +177,15 @@ def status(vault: str, as_json: bool) -> None:
     for key, value in rows:
         table.add_row(key, escape(value))
     console.print(table)
+
+
+def problem_lines(st: IndexStatus) -> list[str]:
+    """Each note with problems that `st` names, as "path: its first problem", then how many
+    more there are."""
+    lines = []
+    for note in st.problem_notes:
+        first, *others = note["problems"] or ["?"]
+        lines.append(f"{note['path']}: {first}" + (f" (+{len(others)} more)" if others else ""))
+    if st.notes_with_problems > len(st.problem_notes):
+        lines.append(f"… and {st.notes_with_problems - len(st.problem_notes)} more notes")
+    return lines

@@ -95,7 +95,16 @@ def client_config(client: Client, name: str, vault: Path, flags: list[str]) -> d
 class Installed:
     path: Path
     backup: Path | None
-    replaced: bool
+    replaced: Any  # the entry of that name the file held before (None: there was none)
+
+    def replaced_another_vault(self, vault: Path) -> str | None:
+        """The vault the replaced entry served, when it served another one than `vault`
+        (the argument after `mcp`, as `server_entry` writes it)."""
+        args = self.replaced.get("args") if isinstance(self.replaced, dict) else None
+        if not args or not isinstance(args, list) or "mcp" not in args:
+            return None
+        served = args[args.index("mcp") + 1] if args.index("mcp") + 1 < len(args) else None
+        return served if isinstance(served, str) and served != str(vault) else None
 
 
 def install(client: Client, name: str, vault: Path, flags: list[str], path: Path) -> Installed:
@@ -116,7 +125,7 @@ def install(client: Client, name: str, vault: Path, flags: list[str], path: Path
         backup = path.with_name(f"{path.name}.{stamp}.bak")
         shutil.copy2(path, backup)
     servers = data.setdefault(client.servers_key, {})
-    replaced = name in servers
+    replaced = servers.get(name)
     servers[name] = server_entry(client, vault, flags)
     _write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return Installed(path, backup, replaced)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import difflib
 import re
 import unicodedata
 from collections import Counter
@@ -150,7 +149,7 @@ def suggesting_notes(vault: str, note: str) -> Iterator[None]:
             close = close_notes(ws, note)
         if not close:
             raise
-        raise NoteNotFound(f"{exc}; did you mean {_either(close)}?") from None
+        raise NoteNotFound(f"{exc}; did you mean {output.either(close)}?") from None
 
 
 def close_notes(ws: Workspace, note: str, n: int = 3) -> list[str]:
@@ -164,14 +163,10 @@ def close_notes(ws: Workspace, note: str, n: int = 3) -> list[str]:
         for name in (title, stem.rsplit("/", 1)[-1], stem):
             if name:
                 names.setdefault(_fold(name), shown)
-    wanted = _fold(note.strip().removesuffix(".md"))
-    found = difflib.get_close_matches(wanted, list(names), n=n * 3, cutoff=0.6)
+    from ..pipeline.suggest import closest
+
+    found = closest(note.strip().removesuffix(".md"), names, n * 3)
     return list(dict.fromkeys(names[name] for name in found))[:n]
-
-
-def _either(names: list[str]) -> str:
-    quoted = [repr(name) for name in names]
-    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
 def render_selection(selection: Selection, *, title: str, empty: str) -> None:
@@ -183,7 +178,7 @@ def render_selection(selection: Selection, *, title: str, empty: str) -> None:
     console = output.console
     words = highlight_words(selection.query)
     if not selection.candidates:
-        console.print(escape(empty), soft_wrap=True)
+        console.print(escape(output.empty_answer(empty, selection.diagnostics)), soft_wrap=True)
     else:
         if selection.no_good_match:
             console.print(f"[bold yellow]{escape(selection.verdict())}[/]", soft_wrap=True)
@@ -232,13 +227,7 @@ def render_selection(selection: Selection, *, title: str, empty: str) -> None:
         )
     focus = d.get("focus")
     if focus:
-        in_focus = ", ".join(f"{n['path']} ({n['weight']:g})" for n in focus["notes"])
-        lifted = ", ".join(f"{n['path']} {n['from']}→{n['to']}" for n in focus["lifted"])
-        console.print(
-            f"[dim]focus: {escape(in_focus)}"
-            + (f" · lifted {escape(lifted)}" if lifted else " · moved nothing")
-            + " · `vaultctx focus --clear` forgets it[/]"
-        )
+        console.print(f"[dim]{escape(output.focus_line(focus))}[/]", soft_wrap=True)
     if selection.explain:
         explain = selection.explain
         lexical = explain.get("lexical") or {}

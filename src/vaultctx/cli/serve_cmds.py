@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import VaultNotFound
+from ..errors import NotIndexed, VaultctxError
 from . import cli
-from .common import open_workspace, vault_argument
+from .common import named_or_marked, open_workspace, vault_argument
 from .mcp_clients import CLIENTS, client_config, install
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
 
 
 @cli.command()
@@ -108,13 +112,19 @@ def mcp(
     writes it into CLIENT's file: claude-desktop (its claude_desktop_config.json), claude-code
     (.mcp.json here), cursor (~/.cursor/mcp.json), vscode (.vscode/mcp.json here).
     """
+    root = named_or_marked(vault)
     if print_for or install_for:
         flags = (["--no-vectors"] if no_vectors else []) + (
             ["--answers-to", answers_to] if answers_to != "remote_model" else []
         )
-        _configure_client(vault, name, flags, print_for, install_for)
+        _configure_client(root, name, flags, print_for, install_for)
         return
-    with open_workspace(vault) as ws:
+    try:
+        ws = open_workspace(str(root))
+    except NotIndexed:  # a client starts the server first: it indexes as `vaultctx index` does
+        ws = open_workspace(str(root), create=True)
+        _index_first(ws, embed=False if no_vectors else None)
+    with ws:
         ws.warm_up(use_vectors=not no_vectors)  # while the MCP SDK loads and the client connects
         from ..mcp_server import create_mcp_server  # the MCP SDK: only for `mcp`
 
@@ -123,24 +133,75 @@ def mcp(
 
 
 def _configure_client(
-    vault: str, name: str, flags: list[str], print_for: str | None, install_for: str | None
+    root: Path, name: str, flags: list[str], print_for: str | None, install_for: str | None
 ) -> None:
-    from .output import console
+    from .output import console, err_console
 
     if print_for and install_for:
         raise click.UsageError("give --print-config or --install, not both")
-    root = Path(vault).expanduser().resolve()
-    if not root.is_dir():
-        raise VaultNotFound(f"no vault folder at {root}")
+    client = CLIENTS[print_for or install_for or ""]
     if print_for:
-        _print_json(client_config(CLIENTS[print_for], name, root, flags))
+        _print_json(client_config(client, name, root, flags))
+        err_console.print(
+            f"{client.label} reads this from {client.config_file()} (under"
+            f" {client.servers_key!r}); `vaultctx mcp --install {client.name}` adds it there.",
+            markup=False, soft_wrap=True,
+        )  # fmt: skip
         return
-    client = CLIENTS[install_for or ""]
     done = install(client, name, root, flags, client.config_file())
     kept = f" (the file as it was: {done.backup})" if done.backup else ""
-    verb = "Replaced" if done.replaced else "Added"
+    verb = "Replaced" if done.replaced is not None else "Added"
     said = f"{verb} the MCP server {name!r} in {done.path}{kept}.\nRestart {client.label}."
     console.print(said, markup=False, soft_wrap=True)
+    other = done.replaced_another_vault(root)
+    if other is not None:
+        err_console.print(
+            f"Warning: {name!r} served {other} until now; {client.label} now serves {root}"
+            f" under that name instead. To keep both, install each vault under its own"
+            f" name: vaultctx mcp {other} --install {client.name} --name OTHER-NAME",
+            markup=False, soft_wrap=True,
+        )  # fmt: skip
+    if not _is_indexed(root):
+        err_console.print(
+            f"{root} is not indexed yet: the server indexes it when {client.label} first"
+            " starts it (as `vaultctx index` does; run that now for a quicker first start).",
+            markup=False, soft_wrap=True,
+        )  # fmt: skip
+
+
+def _is_indexed(root: Path) -> bool:
+    """Whether `root` has an index to serve (an index that cannot be opened now is the
+    server's to report when it starts)."""
+    try:
+        with open_workspace(str(root)):
+            return True
+    except NotIndexed:
+        return False
+    except VaultctxError:
+        return True
+
+
+def _index_first(ws: Workspace, *, embed: bool | None) -> None:
+    """Index a vault the server was started on before it was ever indexed, telling it on
+    stderr: stdout is the client's JSON-RPC channel."""
+    from .index_cmds import index_progress, phases
+    from .output import err_console
+
+    err_console.print(
+        f"vaultctx: {ws.root} has not been indexed yet; indexing it first.",
+        markup=False, soft_wrap=True,
+    )  # fmt: skip
+    if err_console.is_terminal:
+        with index_progress(err_console) as bar:
+            report = ws.index(embed=embed, progress=phases(bar))
+    else:
+        report = ws.index(embed=embed)
+    for path, message in report.warnings:
+        err_console.print(f"Warning: {path}: {message}", markup=False, soft_wrap=True)
+    err_console.print(
+        f"vaultctx: indexed {report.added} notes in {report.elapsed_ms / 1000:.2f}s.",
+        markup=False, soft_wrap=True,
+    )  # fmt: skip
 
 
 def _print_json(data: object) -> None:

@@ -216,6 +216,10 @@ class IndexView:
         paths = self._reads.notes_under(folder)
         return paths if not self.hidden else [p for p in paths if p not in self._paths_hidden()]
 
+    def note_tags(self) -> list[tuple[int, str]]:
+        rows = self._reads.note_tags()
+        return rows if not self.hidden else [r for r in rows if self._shows(r[0])]
+
     def tagged(self, tag: str) -> list[tuple[str, str]]:
         rows = self._reads.tagged(tag)
         return rows if not self.hidden else [r for r in rows if r[0] not in self._paths_hidden()]

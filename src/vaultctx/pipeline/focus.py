@@ -67,11 +67,19 @@ def current_focus(
 
 
 def focus_diagnostics(
-    reads: IndexReads, context: Mapping[int, float], ranked: Sequence[RankedNote], depth: int
+    reads: IndexReads,
+    context: Mapping[int, float],
+    ranked: Sequence[RankedNote],
+    depth: int,
+    asked: int | None = None,
 ) -> dict[str, Any] | None:
     """The `focus` entry of an answer's diagnostics: the notes in focus (path, weight) and
     the notes they lifted into the first `depth` above where their match alone ranked them
-    (path, from rank, to rank, lift as a share of the score). None: nothing in focus."""
+    (path, from rank, to rank, lift as a share of the score). None: nothing in focus.
+
+    The note `related` was asked about (`asked`) is in focus for that answer alone, and
+    says so (`"asked": true`): it is not the stored focus that `Workspace.focus` shows and
+    `clear_focus` forgets, unless it was also opened or touched."""
     if not context:
         return None
     moved = [
@@ -82,7 +90,7 @@ def focus_diagnostics(
     paths = reads.note_paths([*context, *(note_id(key) for key, *_ in moved)])
     return {
         "notes": [
-            {"path": paths[n], "weight": round(w, 4)}
+            {"path": paths[n], "weight": round(w, 4)} | ({"asked": True} if n == asked else {})
             for n, w in sorted(context.items(), key=lambda kv: (-kv[1], kv[0]))
             if n in paths
         ],

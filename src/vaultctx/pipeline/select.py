@@ -31,7 +31,7 @@ from . import timewindow
 from .candidates import BLOCK_LISTS, build_candidates
 from .confidence import assess
 from .diagnostics import diagnostics_of, explanation
-from .filters import allowed_notes
+from .filters import allowed_notes, filter_report
 from .focus import Focus, current_focus, focus_diagnostics
 from .graphwalk import LinkGraphStore, passage_links
 from .models import Filters, Selection
@@ -285,7 +285,11 @@ class Selector:
         )
         diagnostics = diagnostics_of(search, found, plugins, use_vectors, started)
         diagnostics["evidence"] = verdict.evidence.as_dict()
-        focus = focus_diagnostics(search.reads, found.context, ranked, k)
+        if not candidates and search.allowed is not None and search.filters.restricts_notes:
+            diagnostics["filters"] = filter_report(
+                search.reads, search.filters, len(search.allowed)
+            )
+        focus = focus_diagnostics(search.reads, found.context, ranked, k, search.open_note)
         if focus is not None:
             diagnostics["focus"] = focus
         if search.window is not None:

@@ -1,10 +1,11 @@
 """YAML frontmatter: split it from the body, read it as JSON, and its tag and alias lists.
 
-Nothing in a note's frontmatter can stop the index: malformed YAML becomes a warning and the
-text stays searchable; a value Python cannot hold (an impossible date, a number thousands of
-digits long) is kept as the text written, with a warning; aliases that would expand into more
-values than the frontmatter's own size allows (a "billion laughs") are a warning, not an hour
-of work and gigabytes of memory.
+Nothing in a note's frontmatter can stop the index: malformed YAML becomes a warning, and the
+body after its fence is indexed as in any note (the fence is frontmatter, read or not); a
+value Python cannot hold (an impossible date, a number thousands of digits long) is kept as
+the text written, with a warning; aliases that would expand into more values than the
+frontmatter's own size allows (a "billion laughs") are a warning, not an hour of work and
+gigabytes of memory.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ twice its own length, only aliases can have made it that big."""
 
 
 class Frontmatter(NamedTuple):
-    """A note's text split at its frontmatter. `error` means none could be read (the whole
-    text is then the body); `warnings` are values kept as written."""
+    """A note's text split at its frontmatter. `error` means none could be read (the body is
+    then what follows the closing fence, or the whole text when there is none); `warnings`
+    are values kept as written."""
 
     data: dict[str, Any]
     error: str | None
@@ -49,8 +51,10 @@ class Frontmatter(NamedTuple):
 def split_frontmatter(text: str) -> Frontmatter:
     """Split `text` into its frontmatter, as JSON-ready data, and its body.
 
-    Malformed YAML is reported and the whole text stays in the body, so its words remain
-    searchable and nothing the user wrote is lost.
+    A block fenced by `---` lines at the top is frontmatter even when its YAML is malformed:
+    the error is reported and the body starts after the fence, as Obsidian shows the note, so
+    no passage is the broken YAML. Without a closing line there is no fence, and the whole
+    text is the body.
     """
     opening = _FRONTMATTER_OPEN.match(text)
     if not opening:
@@ -61,10 +65,8 @@ def split_frontmatter(text: str) -> Frontmatter:
     raw = text[opening.end() : close.start()]
     body_start = close.end() + 1 if close.end() < len(text) else close.end()
     data, error, warnings = read_yaml(raw)
-    if error is not None:
-        return Frontmatter({}, error, text, 1)
     body_line = text.count("\n", 0, body_start) + 1
-    return Frontmatter(data, None, text[body_start:], body_line, warnings)
+    return Frontmatter(data, error, text[body_start:], body_line, warnings)
 
 
 def read_yaml(raw: str) -> tuple[dict[str, Any], str | None, tuple[str, ...]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import sqlite3
 import threading
 from collections import Counter
@@ -22,6 +23,7 @@ from .lexical import FtsTerms, LexicalQuery, run_bm25
 if TYPE_CHECKING:
     from .db import IndexDatabase
 
+PROBLEM_NOTES_SHOWN = 20  # notes with problems that `status` names; it counts them all
 _IDS_PER_QUERY = 500  # keys bound in one `IN (...)`, well within SQLite's variable limit
 # The blocks with a vector of one model (`?`), and those vectors.
 _VECTORS_OF_BLOCKS = "FROM embeddings e JOIN blocks b ON b.embed_hash = e.hash WHERE e.model = ?"
@@ -132,9 +134,10 @@ class IndexReads(Protocol):
         self, model: str | None, language: str | None, *, hidden: Collection[int] = ()
     ) -> dict[str, Any]:
         """What `status` shows: notes, blocks, links, dangling_links, tags, aliases, vectors
-        (of `model`), notes_with_problems, and notes per language (`language`: the vault's
-        setting, which every note then counts as; 'unread' for a note not read yet). The
-        `hidden` notes are not counted, and a link to one counts as dangling."""
+        (of `model`), notes_with_problems and the first `PROBLEM_NOTES_SHOWN` of them by
+        path (`problem_notes`: path and problems), and notes per language (`language`: the
+        vault's setting, which every note then counts as; 'unread' for a note not read yet).
+        The `hidden` notes are not counted, and a link to one counts as dangling."""
 
     def link_rows(self) -> tuple[list[tuple[str, str]], list[tuple[str, str, str, bool]]]:
         """The link graph by path: (path, title) of every note, and (source, target, kind,
@@ -145,6 +148,9 @@ class IndexReads(Protocol):
 
     def tagged(self, tag: str) -> list[tuple[str, str]]:
         """(path, title) of the notes carrying `tag`, by path."""
+
+    def note_tags(self) -> list[tuple[int, str]]:
+        """(note id, tag) of every tag of every note."""
 
     # --- vectors
     def vector_count(self, model: str) -> int:
@@ -564,6 +570,13 @@ class SqliteReads:
             "notes_with_problems": count(
                 f"SELECT count(*) FROM notes WHERE problems != '[]' AND {shown('id')}"
             ),
+            "problem_notes": problem_notes(
+                conn.execute(
+                    f"SELECT path, problems FROM notes WHERE problems != '[]' AND {shown('id')}"
+                    " ORDER BY path LIMIT ?",
+                    (PROBLEM_NOTES_SHOWN,),
+                ).fetchall()
+            ),
             "languages": dict(
                 conn.execute(
                     "SELECT COALESCE(:setting, language, 'unread'), count(*) FROM notes"
@@ -589,6 +602,9 @@ class SqliteReads:
             (folder, folder),
         )
         return [path for (path,) in rows]
+
+    def note_tags(self) -> list[tuple[int, str]]:
+        return self.db.connect().execute("SELECT note_id, tag FROM tags").fetchall()
 
     def tagged(self, tag: str) -> list[tuple[str, str]]:
         return (
@@ -655,3 +671,8 @@ def _note_table(conn: sqlite3.Connection, name: str, notes: Collection[int] | No
     conn.execute(f"DELETE FROM temp.{name}")
     conn.executemany(f"INSERT INTO temp.{name}(note_id) VALUES (?)", ((i,) for i in notes))
     return f"temp.{name}"
+
+
+def problem_notes(rows: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """(path, problems as the index keeps them: a JSON list) rows as `status` names them."""
+    return [{"path": path, "problems": json.loads(problems)} for path, problems in rows]

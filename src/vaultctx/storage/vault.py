@@ -48,6 +48,8 @@ class IndexStatus:
     index_bytes: int
     last_indexed: str | None
     notes_with_problems: int
+    # The first of them by path, each {"path", "problems"}: what `status` names.
+    problem_notes: list[dict[str, Any]] = field(default_factory=list)
     # Notes by the language they are read in: "" too short to tell, "unread" not yet indexed
     # by a vaultctx that reads languages.
     languages: dict[str, int] = field(default_factory=dict)

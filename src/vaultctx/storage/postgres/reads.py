@@ -19,7 +19,12 @@ from typing import Any
 import numpy as np
 
 from ...errors import IndexUnavailable
-from ..index_reads import candidate_fields, maps_database_errors
+from ..index_reads import (
+    PROBLEM_NOTES_SHOWN,
+    candidate_fields,
+    maps_database_errors,
+    problem_notes,
+)
 from ..lexical import FtsTerms, LexicalQuery
 from .postings import (
     DEAD_KEYS,
@@ -561,9 +566,18 @@ class PostgresReads:
             ' ORDER BY n DESC, lang COLLATE "C"',
             {**gone, "setting": language},
         )
+        problems = self.query(
+            f"SELECT path, problems FROM notes WHERE problems != '[]' AND {shown('id')}"
+            ' ORDER BY path COLLATE "C" LIMIT %(shown)s',
+            {**gone, "shown": PROBLEM_NOTES_SHOWN},
+        )
         names = ("notes", "blocks", "links", "dangling_links", "tags", "aliases", "vectors",
                  "notes_with_problems")  # fmt: skip
-        return {**dict(zip(names, map(int, counts), strict=True)), "languages": dict(languages)}
+        return {
+            **dict(zip(names, map(int, counts), strict=True)),
+            "problem_notes": problem_notes(problems),
+            "languages": dict(languages),
+        }
 
     def link_rows(self) -> tuple[list[tuple[str, str]], list[tuple[str, str, str, bool]]]:
         notes = self.query("SELECT path, title FROM notes")
@@ -580,6 +594,9 @@ class PostgresReads:
             (folder,),
         )
         return [path for (path,) in found]
+
+    def note_tags(self) -> list[tuple[int, str]]:
+        return self.query("SELECT note_id, tag FROM tags")
 
     def tagged(self, tag: str) -> list[tuple[str, str]]:
         return self.query(
