@@ -9,37 +9,17 @@ and one slow test with the real model on the example vault.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from select_helpers import TWINS, written_long_ago
 from vaultctx import Workspace
 from vaultctx.pipeline.note_ranking import FOCUS_RELEVANCE, lift
 from vaultctx.pipeline.retrievers import Run, on_topic
 from vaultctx.search.fusion import Fused, Provenance
-
-SECURITY = "Security and privacy\nEnd-to-end encryption protects what you store; keys stay local.\n"
-TWINS = {
-    "Sync/Introduction.md": "# Introduction to Sync\nSync keeps your devices in step. "
-    "Read [[Sync/Security and privacy]] before you start.\n",
-    "Sync/Security and privacy.md": f"# {SECURITY}",
-    "Publish/Introduction.md": "# Introduction to Publish\nPublish puts notes on the web. "
-    "Read [[Publish/Security and privacy]] first.\n",
-    "Publish/Security and privacy.md": f"# {SECURITY}",
-    "Notes/Unrelated.md": "# Gardening\nBorage and lavender feed the bees.\n",
-}
-
-
-def written_long_ago(vault: Path) -> Path:
-    """Notes last edited a month ago, so only what is opened is in focus."""
-    month_ago = time.time() - 30 * 86400
-    for path in vault.rglob("*.md"):
-        os.utime(path, (month_ago, month_ago))
-    return vault
 
 
 def paths(ws: Workspace, query: str) -> list[str]:
