@@ -40,15 +40,15 @@ weight_vector = 2.0  (config.py)
     alone untuned
 weight_graph = 0.75  (config.py)
     suite, with `LENGTH_CORRECTION` 0.3: macro 0.7761 → 0.7810; 1.0 let the context beat
-    clear matches (tasks controls 0.875), 0.5 lost tasks_context 0.917 → 0.899. The lift is
-    gated by the open note's own match (`retrievers.on_topic`; the square, of 3 powers tried): `focus_eval`, a
-    random unrelated note open against none (mean MRR@10 drop over the 9 plain sets, the
-    worst) and the context sets' gain (foam / tasks): no gate 0.076 (worst 0.145) /
-    0.129 / 0.240; the share of the best note's cosine, 0 at 0.6 of it, with the best note
-    never passed 0.006 (fr 0.028) / 0.043 / 0.073; the share of the way from the vault's
-    median note to the best, linear 0.010 (fr 0.028) / 0.090 / 0.121, squared 0.005 (fr
-    0.027) / 0.087 / 0.116, square root 0.020 / 0.090 / 0.153. With the gate, never passing
-    a best note first on both lists adds nothing to the drop and costs foam 0.04
+    clear matches (tasks controls 0.875), 0.5 lost tasks_context 0.917 → 0.899. The lift
+    is gated by the open note's own match (`retrievers.on_topic`; the square, of 3 powers
+    tried): `focus_eval`, a random unrelated note open against none (mean MRR@10 drop over
+    the 9 plain sets, the worst) and the context sets' gain (foam / tasks): no gate 0.076
+    (worst 0.145) / 0.129 / 0.240; the share of the best note's cosine, 0 at 0.6 of it, with
+    the best note never passed 0.006 (fr 0.028) / 0.043 / 0.073; the share of the way from
+    the vault's median note to the best, linear 0.010 (fr 0.028) / 0.090 / 0.121, squared
+    0.005 (fr 0.027) / 0.087 / 0.116, square root 0.020 / 0.090 / 0.153. With the gate,
+    never passing a best note first on both lists adds nothing to the drop and costs foam 0.04
 weight_memory = 0.7  (config.py)
     untuned: memories count by rank (`RANK_SCALE`)
 rrf_k = 60  (config.py)
