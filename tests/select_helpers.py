@@ -1,10 +1,13 @@
-"""The small bee vault and the stand-in embedder the select, vector, embedding and warm-up
-tests share: hashed bag-of-words vectors, so the vector path runs for real on numpy without
-loading a model."""
+"""The small vaults and the stand-in embedder the select, vector, embedding, warm-up, graph
+walk and focus tests share: hashed bag-of-words vectors, so the vector path runs for real on
+numpy without loading a model."""
 
 from __future__ import annotations
 
 import hashlib
+import os
+import time
+from pathlib import Path
 
 import numpy as np
 
@@ -41,3 +44,25 @@ NOTES = {
     "Reference/Quokka Facts.md": "Marsupials of Rottnest island, smiling often.\n",
     "Reference/Unrelated.md": "Nothing to see here about anything.\n",
 }
+
+
+SECURITY = "Security and privacy\nEnd-to-end encryption protects what you store; keys stay local.\n"
+TWINS = {
+    # Two products, each with a "Security and privacy" page worded the same.
+    "Sync/Introduction.md": "# Introduction to Sync\nSync keeps your devices in step. "
+    "Read [[Sync/Security and privacy]] before you start.\n",
+    "Sync/Security and privacy.md": f"# {SECURITY}",
+    "Publish/Introduction.md": "# Introduction to Publish\nPublish puts notes on the web. "
+    "Read [[Publish/Security and privacy]] first.\n",
+    "Publish/Security and privacy.md": f"# {SECURITY}",
+    "Notes/Unrelated.md": "# Gardening\nBorage and lavender feed the bees.\n",
+}
+
+
+def written_long_ago(vault: Path) -> Path:
+    """Notes last edited a month ago: recent edits are context too, and a test of what the
+    user opens wants only what it opens in focus."""
+    month_ago = time.time() - 30 * 86400
+    for path in vault.rglob("*.md"):
+        os.utime(path, (month_ago, month_ago))
+    return vault

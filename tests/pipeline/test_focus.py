@@ -1,7 +1,7 @@
 """Focus you can see and that fades: an answer names the notes in focus and what they moved,
 each open note's weight halves every `focus_half_life_hours`, clearing the focus gives back
-the unfocused ranking, a clear match is never lifted past, and a context note that has
-nothing to do with the question lifts nothing.
+the unfocused ranking, and a context note that has nothing to do with the question lifts
+nothing: one no closer to it than the vault's median note.
 
 Lexical-only selects on small built vaults (the lift applies to whatever retrievers ran),
 and one slow test with the real model on the example vault.
@@ -9,37 +9,17 @@ and one slow test with the real model on the example vault.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from select_helpers import TWINS, written_long_ago
 from vaultctx import Workspace
-from vaultctx.pipeline.note_ranking import FOCUS_RELEVANCE, lift
+from vaultctx.pipeline.note_ranking import lift
 from vaultctx.pipeline.retrievers import Run, on_topic
 from vaultctx.search.fusion import Fused, Provenance
-
-SECURITY = "Security and privacy\nEnd-to-end encryption protects what you store; keys stay local.\n"
-TWINS = {
-    "Sync/Introduction.md": "# Introduction to Sync\nSync keeps your devices in step. "
-    "Read [[Sync/Security and privacy]] before you start.\n",
-    "Sync/Security and privacy.md": f"# {SECURITY}",
-    "Publish/Introduction.md": "# Introduction to Publish\nPublish puts notes on the web. "
-    "Read [[Publish/Security and privacy]] first.\n",
-    "Publish/Security and privacy.md": f"# {SECURITY}",
-    "Notes/Unrelated.md": "# Gardening\nBorage and lavender feed the bees.\n",
-}
-
-
-def written_long_ago(vault: Path) -> Path:
-    """Notes last edited a month ago, so only what is opened is in focus."""
-    month_ago = time.time() - 30 * 86400
-    for path in vault.rglob("*.md"):
-        os.utime(path, (month_ago, month_ago))
-    return vault
 
 
 def paths(ws: Workspace, query: str) -> list[str]:
@@ -130,28 +110,26 @@ def test_the_focus_lists_the_open_notes_heaviest_first(twins):
     assert {n.how for n in notes} == {"opened"}
 
 
-def test_a_clear_match_is_never_lifted_past():
-    """First on the lexical and the vector list: a note linked from the open one, lifted
-    1.75×, scores no higher; a best note first on one list only can be passed."""
+def test_a_linked_note_lifted_far_enough_passes_even_a_match_first_on_both_lists():
+    """The lift itself has no cap: what keeps an exact answer first is that an open note
+    about something else lifts nothing (`on_topic`), not a rule about the best note."""
     clear = Fused("note:1", 1.0, {"lexical": Provenance(1, 9.0), "vector": Provenance(1, 0.8)})
     linked = Fused("note:2", 0.7, {"lexical": Provenance(2, 6.0), "vector": Provenance(2, 0.7)})
     ranked = lift([clear, linked], {"note:2": 1.0}, 0.75)
-    assert [r.key for r in ranked] == ["note:1", "note:2"]
-    assert ranked[1].score <= ranked[0].score and ranked[1].matched == 2
-    unclear = Fused("note:1", 1.0, {"lexical": Provenance(1, 9.0), "vector": Provenance(3, 0.6)})
-    assert [r.key for r in lift([unclear, linked], {"note:2": 1.0}, 0.75)] == ["note:2", "note:1"]
+    assert [(r.key, r.matched) for r in ranked] == [("note:2", 2), ("note:1", 1)]
+    assert ranked[0].score == pytest.approx(0.7 * 1.75)
+    assert [r.key for r in lift([clear, linked], {"note:2": 0.2}, 0.75)] == ["note:1", "note:2"]
 
 
-def test_a_context_note_about_something_else_lifts_nothing():
-    """The context weighed by the context note's own match with the question: none at
-    FOCUS_RELEVANCE of the best note's cosine or below, all of it at the best; the note
-    asked about (`related`) keeps its weight."""
-    vector = Run(maxima=(np.array([1, 2, 3, 4]), np.array([0.8, 0.8 * FOCUS_RELEVANCE, 0.2, 0.8])))
-    weighed = on_topic(
-        {1: 1.0, 2: 1.0, 3: 0.5, 4: 0.25}, vector, open_note=3, floor=FOCUS_RELEVANCE
-    )
-    assert weighed == pytest.approx({1: 1.0, 2: 0.0, 3: 0.5, 4: 0.25})
-    assert on_topic({2: 1.0}, Run(), open_note=None, floor=FOCUS_RELEVANCE) == {2: 1.0}
+def test_a_context_note_lifts_by_how_far_it_stands_above_the_vaults_median_note():
+    """Each context note's weight times the square of its best cosine's share of the way
+    from the median note's (0.5) to the best note's (0.9); the note asked about (`related`)
+    keeps its weight, a note the vector scan has no score for lifts nothing, and without
+    the vector scan every note keeps its weight."""
+    vector = Run(maxima=(np.array([1, 2, 3, 4, 5]), np.array([0.9, 0.5, 0.5, 0.7, 0.3])))
+    weighed = on_topic({1: 1.0, 2: 1.0, 4: 0.5, 5: 0.25, 9: 1.0}, vector, open_note=5)
+    assert weighed == pytest.approx({1: 1.0, 2: 0.0, 4: 0.5 * 0.25, 5: 0.25, 9: 0.0})
+    assert on_topic({2: 1.0}, Run(), open_note=None) == {2: 1.0}
 
 
 @pytest.mark.slow

@@ -8,16 +8,15 @@ ran, so no model is needed to check how context ranks.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from select_helpers import TWINS, written_long_ago
 from vaultctx import Workspace
 from vaultctx.pipeline.graphwalk import (
     MAX_EDIT_SEEDS,
@@ -27,30 +26,9 @@ from vaultctx.pipeline.graphwalk import (
     updated_link_graph,
 )
 
-SECURITY = "Security and privacy\nEnd-to-end encryption protects what you store; keys stay local.\n"
-TWINS = {
-    # Two products, each with a "Security and privacy" page worded the same.
-    "Sync/Introduction.md": "# Introduction to Sync\nSync keeps your devices in step. "
-    "Read [[Sync/Security and privacy]] before you start.\n",
-    "Sync/Security and privacy.md": f"# {SECURITY}",
-    "Publish/Introduction.md": "# Introduction to Publish\nPublish puts notes on the web. "
-    "Read [[Publish/Security and privacy]] first.\n",
-    "Publish/Security and privacy.md": f"# {SECURITY}",
-    "Notes/Unrelated.md": "# Gardening\nBorage and lavender feed the bees.\n",
-}
-
 
 def top(ws: Workspace, query: str) -> str:
     return ws.select(query, k=5, use_vectors=False).candidates[0].path
-
-
-def written_long_ago(vault: Path) -> Path:
-    """Notes last edited a month ago: recent edits are context too, and these tests are about
-    what the user opens."""
-    month_ago = time.time() - 30 * 86400
-    for path in vault.rglob("*.md"):
-        os.utime(path, (month_ago, month_ago))
-    return vault
 
 
 @pytest.fixture

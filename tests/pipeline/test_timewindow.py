@@ -124,15 +124,28 @@ def test_an_answer_says_which_window_it_read_and_prefers_notes_dated_in_it(dated
     assert august.diagnostics["time_window"]["notes"] == 2  # the daily note and the dated one
 
 
-def test_a_window_no_note_is_dated_in_leaves_the_question_as_it_was(dated, monkeypatch):
+@pytest.mark.parametrize(
+    ("question", "window"),
+    [
+        # a window no note is dated in: understood, unused
+        ("varroa mites in March 2024", {"notes": 0, "as": "unused"}),
+        ("how do I count varroa mites", None),  # no date at all: no window
+    ],
+)
+def test_a_question_without_a_window_any_note_is_dated_in_ranks_as_without_time(
+    dated, monkeypatch, question, window
+):
     with Workspace.open(dated, {"embed": False}) as ws:
         ws.index(embed=False)
-        understood = ws.select("varroa mites in March 2024", use_vectors=False)
+        understood = ws.select(question, use_vectors=False)
         monkeypatch.setattr(timewindow, "TIME_MODE", "off")
-        words_only = ws.select("varroa mites in March 2024", use_vectors=False)
-    window = understood.diagnostics["time_window"]
-    assert (window["notes"], window["as"]) == (0, "unused")
-    assert window["searched"] == "varroa mites in March 2024"
+        words_only = ws.select(question, use_vectors=False)
+    if window is None:
+        assert "time_window" not in understood.diagnostics
+    else:
+        found = understood.diagnostics["time_window"]
+        assert {key: found[key] for key in window} == window
+        assert found["searched"] == question
     assert understood.candidates == words_only.candidates
 
 
@@ -142,13 +155,3 @@ def test_as_a_filter_the_window_returns_only_notes_dated_in_it(dated, monkeypatc
         ws.index(embed=False)
         found = ws.select("varroa mites in June 2025", use_vectors=False)
     assert [n.path for n in found.notes()] == ["Journal/2025-06-07 Mite Count.md"]
-
-
-def test_a_question_without_a_date_is_answered_exactly_as_without_time(dated, monkeypatch):
-    with Workspace.open(dated, {"embed": False}) as ws:
-        ws.index(embed=False)
-        understood = ws.select("how do I count varroa mites", use_vectors=False)
-        monkeypatch.setattr(timewindow, "TIME_MODE", "off")
-        words_only = ws.select("how do I count varroa mites", use_vectors=False)
-    assert "time_window" not in understood.diagnostics
-    assert understood.candidates == words_only.candidates

@@ -17,7 +17,10 @@ feature in a line and links to the note about it. The two trade places (`follow_
 
 What the user has open then lifts the notes it links to, by a share of their own score: a
 tie-breaker among notes that match about equally, never a way for a note that does not
-match to win. Candidates stay blocks: the best blocks of the best notes, each further block
+match to win. An open note lifts only as far as it matches the question itself: by how far
+its best cosine stands above the vault's median note's, as a share of the best note's
+(`retrievers.on_topic`); a note opened for something else sits near the median and lifts
+nothing. Candidates stay blocks: the best blocks of the best notes, each further block
 of a note counting half as much as the one before, so the first candidates span notes.
 
 ## Every knob of select and refine
@@ -37,7 +40,15 @@ weight_vector = 2.0  (config.py)
     alone untuned
 weight_graph = 0.75  (config.py)
     suite, with `LENGTH_CORRECTION` 0.3: macro 0.7761 → 0.7810; 1.0 let the context beat
-    clear matches (tasks controls 0.875), 0.5 lost tasks_context 0.917 → 0.899
+    clear matches (tasks controls 0.875), 0.5 lost tasks_context 0.917 → 0.899. The lift
+    is gated by the open note's own match (`retrievers.on_topic`; the square, of 3 powers
+    tried): `focus_eval`, a random unrelated note open against none (mean MRR@10 drop over
+    the 9 plain sets, the worst) and the context sets' gain (foam / tasks): no gate 0.076
+    (worst 0.145) / 0.129 / 0.240; the share of the best note's cosine, 0 at 0.6 of it, with
+    the best note never passed 0.006 (fr 0.028) / 0.043 / 0.073; the share of the way from
+    the vault's median note to the best, linear 0.010 (fr 0.028) / 0.090 / 0.121, squared
+    0.005 (fr 0.027) / 0.087 / 0.116, square root 0.020 / 0.090 / 0.153. With the gate,
+    never passing a best note first on both lists adds nothing to the drop and costs foam 0.04
 weight_memory = 0.7  (config.py)
     untuned: memories count by rank (`RANK_SCALE`)
 rrf_k = 60  (config.py)
@@ -129,15 +140,6 @@ MAX_ACCESS_SEEDS = 10  (pipeline/graphwalk.py)
     untuned
 MAX_EDIT_SEEDS = 5  (pipeline/graphwalk.py)
     untuned
-FOCUS_RELEVANCE = 0.6  (pipeline/note_ranking.py)
-    `focus_eval`, a random unrelated note open against none (mean MRR@10 drop over the 9
-    plain sets) and the context sets' gain (mean): off 0.075 / 0.190, 0.3 0.023 / 0.107,
-    0.6 0.006 / 0.076, 0.8 0.002 / 0.032. No value keeps both: 0.6 gives up most of the drop
-    for the least gain
-KEEP_CLEAR_MATCH = 1  (pipeline/note_ranking.py)
-    the rule "an exact answer is never lifted past"; alone: drop 0.075 → 0.044, gain 0.190
-    → 0.143; with `FOCUS_RELEVANCE` 0.6 (the defaults): drop 0.006 (the most, fr 0.028),
-    gain 0.066 (foam 0.803 → 0.867, tasks 0.693 → 0.761)
 TIME_BOOST = 1.0  (pipeline/timewindow.py)
     `time_eval` (569 LoCoMo questions over its sessions as daily notes, each naming its
     session's date), Success@5 / MRR@10: words only 0.930 / 0.797, the window as a boost
@@ -216,10 +218,6 @@ SPREAD_SAMPLE = 4096  # rows the spread of a query's cosines is estimated from
 # A note a longer note's best passage links to takes its place when its own fused score is at
 # least this share of the longer note's.
 POINTER_SHARE = 0.8
-KEEP_CLEAR_MATCH = 1  # 1: a note first on both lists is never lifted past
-# A context note lifts by none of its weight when its own best cosine with the question is
-# FOCUS_RELEVANCE of the best note's or less, by all of it at the best (`retrievers.on_topic`).
-FOCUS_RELEVANCE = 0.6
 
 
 def note_key(note_id: int) -> str:
@@ -358,34 +356,15 @@ class RankedNote:
 
 def lift(fused: Sequence[Fused], nearness: Mapping[str, float], weight: float) -> list[RankedNote]:
     """Each key's fused score raised by `weight` × its nearness to the context (in [0, 1]),
-    re-sorted; ties keep the fused order. A best note first on both the lexical and the
-    vector list (a clear match) stays first: no lifted note scores above it."""
-    if not fused:
-        return []
+    re-sorted; ties keep the fused order. The context reaching here is already weighed by how
+    well each of its notes matches the question (`retrievers.on_topic`)."""
     ranked = []
     for rank, f in enumerate(fused, start=1):
         share = weight * nearness.get(f.key, 0.0)
         ranked.append(RankedNote(f.key, f.score * (1.0 + share), f.sources, share, rank))
-    if clear_match(fused[0]):
-        cap = ranked[0].score
-        ranked[1:] = [
-            r if r.score <= cap else RankedNote(r.key, cap, r.sources, cap / f.score - 1, r.matched)
-            for r, f in zip(ranked[1:], fused[1:], strict=True)
-        ]
     order = {f.key: i for i, f in enumerate(fused)}
     ranked.sort(key=lambda r: (-r.score, order[r.key]))
     return ranked
-
-
-def clear_match(note: Fused) -> bool:
-    """First on the lexical and the vector note lists alike."""
-    lexical, vector = note.sources.get("lexical"), note.sources.get("vector")
-    return (
-        bool(KEEP_CLEAR_MATCH)
-        and lexical is not None
-        and vector is not None
-        and (lexical.rank == 1 and vector.rank == 1)
-    )
 
 
 def block_order(

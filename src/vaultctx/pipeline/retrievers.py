@@ -251,29 +251,28 @@ def near_hits(
     return [Hit(note_key(n), v) for n, v in ordered]
 
 
-def on_topic(
-    context: dict[int, float], vector: Run, open_note: int | None, floor: float
-) -> dict[int, float]:
+def on_topic(context: dict[int, float], vector: Run, open_note: int | None) -> dict[int, float]:
     """The context, each note's weight scaled by how well the note itself matches the
-    question: its best cosine as a share of the best note's, 0 at `floor` or below, 1 at
-    the best. A note about something else says nothing about what the question means. The
-    note asked about (`related`) keeps its weight; without the vector scan, all do."""
-    if vector.maxima is None or not context or floor <= 0.0:
+    question: how far its best cosine stands above the vault's median note's, as a share of
+    how far the best note's does, squared (0 at the median or below, a quarter halfway, 1 at
+    the best). A note about something else says nothing about what the question means, and
+    a random note of the vault sits near the median. The note asked about (`related`) keeps
+    its weight; without the vector scan, all do."""
+    if vector.maxima is None or not context:
         return context
     note_ids, best = vector.maxima
     if note_ids.size == 0:
         return context
-    top = float(np.max(best))
-    if top <= 0.0:
+    top, median = float(np.max(best)), float(np.median(best))
+    if top <= median:
         return context
     ids = np.fromiter(context, dtype=np.int64, count=len(context))
     idx = np.clip(np.searchsorted(note_ids, ids), 0, note_ids.size - 1)
     found = note_ids[idx] == ids
     out = {}
     for note, i, known in zip(ids.tolist(), idx.tolist(), found.tolist(), strict=True):
-        share = max(float(best[i]), 0.0) / top if known else 0.0
-        gate = min(1.0, max(0.0, (share - floor) / (1.0 - floor)))
-        out[note] = context[note] if note == open_note else context[note] * gate
+        share = min(1.0, max(0.0, (float(best[i]) - median) / (top - median))) if known else 0.0
+        out[note] = context[note] if note == open_note else context[note] * share**2
     return out
 
 

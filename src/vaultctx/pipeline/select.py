@@ -36,7 +36,6 @@ from .focus import Focus, current_focus, focus_diagnostics
 from .graphwalk import LinkGraphStore, passage_links
 from .models import Filters, Selection
 from .note_ranking import (
-    FOCUS_RELEVANCE,
     LEXICAL_DEPTH,
     NOTE_DEPTH,
     PLUGIN_WEIGHT,
@@ -396,7 +395,7 @@ class Selector:
         (`on_topic`), and the notes near it found again from those weights."""
         if not found.context or not search.on("graph"):
             return
-        weighed = on_topic(found.context, found.runs["vector"], search.open_note, FOCUS_RELEVANCE)
+        weighed = on_topic(found.context, found.runs["vector"], search.open_note)
         if weighed == found.context:
             return
         graph = self.graph.get(search.shared, search.shared_key)
