@@ -8,8 +8,10 @@ ran, so no model is needed to check how context ranks.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
