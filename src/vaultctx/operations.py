@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .pipeline.models import CandidateKind
 from .workspace import Filters, MemoryKind, Tier
 
 if TYPE_CHECKING:
@@ -73,9 +74,7 @@ class FilterFields(BaseModel):
     until: _dt.datetime | None = Field(
         None, description="modified before (ISO date or datetime; naive: local time)"
     )
-    kinds: list[Literal["block", "note", "memory"]] = Field(
-        default_factory=list, description="candidate kinds to keep"
-    )
+    kinds: list[CandidateKind] = Field(default_factory=list, description="candidate kinds to keep")
 
     def filters(self) -> Filters:
         """Naive dates mean local time (`Filters` reads them)."""
