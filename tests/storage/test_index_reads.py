@@ -4,6 +4,7 @@ and the same index published to PostgreSQL, each test on both."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import threading
 import time
@@ -87,6 +88,41 @@ def test_filters_keep_the_blocks_of_the_unfiltered_ranking_in_its_order(ws, read
     assert reads.bm25_blocks(query, COLUMN_WEIGHTS, 10, allowed=set()) == []
     assert reads.bm25_blocks(query, COLUMN_WEIGHTS, 0) == []
     assert reads.bm25_blocks(built(reads, "the and of"), COLUMN_WEIGHTS, 10) == []
+
+
+def located(reads: IndexReads, ranked: list[tuple[int, float]]) -> list[tuple[str, int, float]]:
+    """Each ranked block as (its note's path, its first line, its score): the same block in
+    two indexes of the same notes."""
+    rows = reads.block_rows([block for block, _ in ranked])
+    return [(rows[b]["path"], rows[b]["start_line"], score) for b, score in ranked]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["varroa mites queen hive honey winter feeding", '"queen cell" swarm', "hiv* inspection"],
+)
+def test_a_reader_s_bm25_is_an_index_s_without_the_notes_absent_for_them(
+    ws, reads, example_vault, tmp_path, text
+):
+    """Notes absent for a reader leave no trace in the scores: the row count, the average
+    length and each phrase's rarity are those of an index built without them."""
+    paths = dict(ws._vault.reads.all_note_paths())
+    query = built(reads, text)
+    everything = reads.bm25_blocks(query, COLUMN_WEIGHTS, 10_000)
+    owners = reads.block_notes([block for block, _ in everything])
+    absent = set(sorted(set(owners.values()))[::3])
+    without = tmp_path / "without"
+    shutil.copytree(example_vault, without, ignore=shutil.ignore_patterns(".vaultctx"))
+    for note in absent:
+        (without / paths[note]).unlink()
+    with Workspace.open(without, embedder=HashEmbedder()) as other:
+        other.index()
+        oracle = other._vault.reads
+        want = located(oracle, oracle.bm25_blocks(built(oracle, text), COLUMN_WEIGHTS, 10))
+    got = located(reads, reads.bm25_blocks(query, COLUMN_WEIGHTS, 10, absent=absent))
+    assert [(path, line) for path, line, _ in got] == [(path, line) for path, line, _ in want]
+    assert [score for *_, score in got] == pytest.approx([score for *_, score in want], rel=1e-9)
+    assert not {paths[note] for note in absent} & {path for path, _, _ in got}
 
 
 def test_terms_and_their_block_counts_are_the_index_own(ws, reads):

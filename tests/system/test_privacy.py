@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -154,6 +155,33 @@ def test_how_a_query_is_read_never_tells_which_words_hidden_notes_hold(ws: Works
     everyone = ws._vault.reads.doc_freqs([orchard, honey, secret])
     assert secret not in seen and everyone[secret] == 1
     assert seen == {orchard: everyone[orchard] - 1, honey: everyone[honey] - 1}
+
+
+def test_hidden_notes_move_no_score_of_what_the_reader_sees(
+    example_vault: Path, tmp_path: Path
+) -> None:
+    """bm25 counts rows, lengths and each word's rarity over what the reader may see: the
+    answer is, score for score, the one a vault without the hidden notes gives."""
+    without = tmp_path / "without"
+    shutil.copytree(example_vault, without)
+    shutil.rmtree(without / "Pests and Diseases")
+    rule = DENY_PRIVATE.replace("Private/**", "Pests and Diseases/**")
+    write_files(example_vault, {".vaultctx/permissions.toml": rule})
+    with (
+        Workspace.open(example_vault, {"embed": False}) as ws,
+        Workspace.open(without, {"embed": False}) as other,
+    ):
+        ws.index()
+        other.index()
+        for text in ("varroa mites in the hives", "honey harvest extractor", '"queen cell"'):
+            seen = ws.select(text, use_vectors=False).candidates
+            want = other.select(text, use_vectors=False).candidates
+            assert seen, text
+            assert [(c.path, c.heading_path) for c in seen] == [
+                (c.path, c.heading_path) for c in want
+            ]
+            # Equal up to the seconds between the two answers, which recency counts.
+            assert [c.score for c in seen] == pytest.approx([c.score for c in want], rel=1e-6)
 
 
 def test_the_open_note_never_lifts_what_it_links_to_when_that_is_hidden(ws: Workspace) -> None:

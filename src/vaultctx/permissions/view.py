@@ -114,9 +114,10 @@ class IndexView:
         *,
         allowed: Collection[int] | None = None,
         hidden: Collection[int] = (),
+        absent: Collection[int] = (),
     ) -> list[tuple[int, float]]:
         return self._reads.bm25_blocks(
-            query, weights, limit, allowed=allowed, hidden=self.hidden | frozenset(hidden)
+            query, weights, limit, allowed=allowed, hidden=hidden, absent=self.hidden | set(absent)
         )
 
     # --- blocks and notes by id

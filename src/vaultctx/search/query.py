@@ -165,8 +165,10 @@ def build_query(
     if languages[0] != "en":
         _add_compound_parts(candidates, freqs, seen, languages[0], tokenizer)
     kept = _within_budget(candidates, freqs, total_blocks, dropped)
+    required, terms = _clauses(kept, prefixes, phrases)
     return LexicalQuery(
-        match=_match_expression(kept, prefixes, phrases),
+        match=_match_expression(required, terms),
+        clauses=(*required, *terms),
         terms=tuple(stem for stem, _, _ in kept),
         languages=tuple(languages),
         phrases=tuple(phrases),
@@ -255,20 +257,23 @@ def _within_budget(
     return kept
 
 
-def _match_expression(
+def _clauses(
     kept: list[tuple[str, str, str]], prefixes: list[str], phrases: list[str]
-) -> str | None:
+) -> tuple[list[str], list[str]]:
+    """The FTS5 phrases of the query: the quoted phrases, and the terms and prefixes."""
+    terms = [quote(form) for _, form, _ in kept] + [f"{quote(p)}*" for p in prefixes]
+    return [quote(p) for p in phrases], terms
+
+
+def _match_expression(required: list[str], terms: list[str]) -> str | None:
     """The FTS5 MATCH: every phrase required, the terms and prefixes OR'ed to rank what has
     them; None when nothing is left to match."""
-    clauses = [quote(form) for _, form, _ in kept]
-    clauses += [f"{quote(p)}*" for p in prefixes]
-    phrase_clauses = [quote(p) for p in phrases]
-    if phrase_clauses and clauses:
-        return " AND ".join(phrase_clauses) + " AND (" + " OR ".join(clauses) + ")"
-    if phrase_clauses:
-        return " AND ".join(phrase_clauses)
-    if clauses:
-        return " OR ".join(clauses)
+    if required and terms:
+        return " AND ".join(required) + " AND (" + " OR ".join(terms) + ")"
+    if required:
+        return " AND ".join(required)
+    if terms:
+        return " OR ".join(terms)
     return None
 
 

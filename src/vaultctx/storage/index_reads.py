@@ -18,12 +18,16 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..errors import IndexDatabaseError
-from .lexical import FtsTerms, LexicalQuery, run_bm25
+from .lexical import AbsentRows, FtsTerms, LexicalQuery, absent_rows, rescore_without, run_bm25
 
 if TYPE_CHECKING:
     from .db import IndexDatabase
 
 PROBLEM_NOTES_SHOWN = 20  # notes with problems that `status` names; it counts them all
+# Blocks past the asked-for number that a reader who cannot see some notes has scored again:
+# rescoring moves a block only as far as those notes' share of the statistics moves it.
+RESCORED_MARGIN = 50
+ABSENT_SETS_KEPT = 16  # readers' sets of absent notes whose statistics are kept
 _IDS_PER_QUERY = 500  # keys bound in one `IN (...)`, well within SQLite's variable limit
 # The blocks with a vector of one model (`?`), and those vectors.
 _VECTORS_OF_BLOCKS = "FROM embeddings e JOIN blocks b ON b.embed_hash = e.hash WHERE e.model = ?"
@@ -72,10 +76,13 @@ class IndexReads(Protocol):
         *,
         allowed: Collection[int] | None = None,
         hidden: Collection[int] = (),
+        absent: Collection[int] = (),
     ) -> list[tuple[int, float]]:
         """(block id, bm25 score, higher is better) of the blocks matching `query`, best
         first, ties to the lower id; `weights` weigh title, heading path and text; only
-        blocks of `allowed` notes (None: any) and of no `hidden` note."""
+        blocks of `allowed` notes (None: any) and of no `hidden` note. `absent` notes are
+        not there for the reader: out of the results and of bm25's statistics (row count,
+        average length, each phrase's IDF), so the scores are an index's without them."""
 
     # --- blocks and notes by id
     def block_notes(self, block_ids: Collection[int]) -> dict[int, int]:
@@ -239,6 +246,8 @@ class SqliteReads:
     def __init__(self, db: IndexDatabase) -> None:
         self.db = db
         self._local = threading.local()
+        self._absent: dict[frozenset[int], tuple[str | None, AbsentRows]] = {}
+        self._absent_lock = threading.Lock()
 
     def _terms(self) -> FtsTerms:
         """This thread's tokenizer tables, made once per connection."""
@@ -343,24 +352,47 @@ class SqliteReads:
         *,
         allowed: Collection[int] | None = None,
         hidden: Collection[int] = (),
+        absent: Collection[int] = (),
     ) -> list[tuple[int, float]]:
         conn = self.db.connect()
         where = []
+        left_out = set(hidden) | set(absent)
         for table, test in (
             (_note_table(conn, "vx_allowed", allowed), "IN"),
-            (_note_table(conn, "vx_hidden", hidden or None), "NOT IN"),
+            (_note_table(conn, "vx_hidden", left_out or None), "NOT IN"),
         ):
             if table is not None:
                 where.append(f"b.note_id {test} (SELECT note_id FROM {table})")
-        return run_bm25(
+        ranked = run_bm25(
             conn,
             "blocks_fts",
             query,
             weights,
-            limit,
+            limit + RESCORED_MARGIN if absent else limit,
             join="blocks b ON b.id = f.rowid" if where else None,
             where=where,
         )
+        if not absent or not ranked:
+            return ranked
+        unseen = self._absent_rows(conn, frozenset(absent))
+        return rescore_without(conn, "blocks_fts", query, weights, ranked, unseen)[:limit]
+
+    def _absent_rows(self, conn: sqlite3.Connection, absent: frozenset[int]) -> AbsentRows:
+        """The absent notes' blocks and tokens, kept per index generation and set of notes
+        (a reader's view asks with the same set until the index or the policy changes)."""
+        generation = self.meta("generation")
+        with self._absent_lock:
+            kept = self._absent.get(absent)
+        if kept is not None and kept[0] == generation:
+            return kept[1]
+        table = _note_table(conn, "vx_absent", absent)
+        blocks = f"SELECT id FROM blocks WHERE note_id IN (SELECT note_id FROM {table})"
+        rows = absent_rows(conn, "blocks_fts", blocks)
+        with self._absent_lock:
+            if len(self._absent) >= ABSENT_SETS_KEPT:
+                self._absent.clear()
+            self._absent[absent] = (generation, rows)
+        return rows
 
     # --- blocks and notes by id
 

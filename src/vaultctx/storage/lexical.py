@@ -8,6 +8,7 @@ live here, next to the SQL.
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 import threading
@@ -33,6 +34,9 @@ class LexicalQuery:
     prefixes: tuple[str, ...] = ()
     dropped: dict[str, str] = field(default_factory=dict)
     languages: tuple[str, ...] = ("en",)
+    # Each FTS5 phrase of `match` alone (a term, a `prefix*`, a quoted phrase): bm25 sums
+    # one share per phrase, which `rescore_without` recomputes.
+    clauses: tuple[str, ...] = ()
 
     def explain(self) -> dict:
         return {
@@ -43,6 +47,17 @@ class LexicalQuery:
             "prefixes": list(self.prefixes),
             "dropped": dict(self.dropped),
         }
+
+
+# FTS5's bm25 (fts5_aux.c): k1, b, and the IDF of a phrase in more than half the rows.
+K1 = 1.2
+B = 0.75
+IDF_FLOOR = 1e-6
+
+
+def idf_of(rows: float, holding: int) -> float:
+    """FTS5's IDF of a phrase that `holding` of `rows` rows hold."""
+    return max(math.log((rows - holding + 0.5) / (holding + 0.5)), IDF_FLOOR)
 
 
 def quote(text: str) -> str:
@@ -179,3 +194,121 @@ def run_bm25(
         )
     rows = conn.execute(sql, (*weights, query.match, *args, limit)).fetchall()
     return [(rowid, -score) for rowid, score in rows]
+
+
+def _varints(blob: bytes) -> list[int]:
+    """The SQLite varints of an FTS5 record (big-endian, 7 bits a byte, a ninth byte of 8)."""
+    values, value, length = [], 0, 0
+    for byte in blob:
+        length += 1
+        if length == 9:
+            values.append((value << 8) | byte)
+            value, length = 0, 0
+        elif byte & 0x80:
+            value = (value << 7) | (byte & 0x7F)
+        else:
+            values.append((value << 7) | byte)
+            value, length = 0, 0
+    return values
+
+
+@dataclass(frozen=True)
+class RowStats:
+    """Rows of an FTS5 table and their tokens, all columns together: bm25's N and avgdl."""
+
+    rows: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class AbsentRows:
+    """Rows a reader cannot see (rowids) and their tokens, all columns together."""
+
+    ids: frozenset[int]
+    tokens: int
+
+
+def table_stats(conn: sqlite3.Connection, table: str) -> RowStats:
+    """The whole table's, from FTS5's own averages record (`_data` row 1)."""
+    found = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+    counts = _varints(found[0]) if found else []
+    return RowStats(counts[0], sum(counts[1:])) if counts else RowStats(0, 0)
+
+
+def row_sizes(
+    conn: sqlite3.Connection, table: str, rows_sql: str, args: Sequence[object] = ()
+) -> dict[int, int]:
+    """{rowid: tokens, all columns} of the rows `rows_sql` (a SELECT of rowids, or a list
+    of `?` for `args`) names, from FTS5's `_docsize`."""
+    found = conn.execute(f"SELECT id, sz FROM {table}_docsize WHERE id IN ({rows_sql})", args)
+    return {rowid: sum(_varints(size)) for rowid, size in found}
+
+
+def absent_rows(conn: sqlite3.Connection, table: str, rows_sql: str) -> AbsentRows:
+    """The rows `rows_sql` (a SELECT of rowids) selects, and their tokens."""
+    sizes = row_sizes(conn, table, rows_sql)
+    return AbsentRows(frozenset(sizes), sum(sizes.values()))
+
+
+def _share_seen(
+    share: float,
+    idf_whole: float,
+    idf_seen: float,
+    size: int,
+    avgdl_whole: float,
+    avgdl_seen: float,
+) -> float:
+    """One phrase's share of a row's bm25 score under other statistics: the share is
+    idf·f(k1+1)/(f + k1(1-b+b·size/avgdl)), solved for the weighted frequency f."""
+    part = share / idf_whole
+    norm_whole = K1 * (1 - B + B * size / avgdl_whole)
+    if part >= K1 + 1:  # a frequency past float precision: only the IDF can change
+        return share * idf_seen / idf_whole
+    freq = part * norm_whole / (K1 + 1 - part)
+    return idf_seen * freq * (K1 + 1) / (freq + K1 * (1 - B + B * size / avgdl_seen))
+
+
+def rescore_without(
+    conn: sqlite3.Connection,
+    table: str,
+    query: LexicalQuery,
+    weights: Sequence[float],
+    ranked: Sequence[tuple[int, float]],
+    absent: AbsentRows,
+) -> list[tuple[int, float]]:
+    """`ranked` (rowid, bm25 score) scored again as if the `absent` rows were not in the
+    table, best first: N, avgdl and each phrase's IDF as a reader who cannot see them would
+    count them. FTS5 gives each phrase's share of a row's score (one pass over the rows
+    holding the phrase, which also counts them); from a share and the row's size comes the
+    phrase's weighted frequency, scored again with the reader's statistics. Exact, as long as
+    no row outside `ranked` would climb into it."""
+    if not ranked or not query.clauses:
+        return list(ranked)
+    whole = table_stats(conn, table)
+    seen_rows = whole.rows - len(absent.ids)
+    if seen_rows <= 0:
+        return []
+    avgdl_whole = whole.tokens / whole.rows
+    avgdl_seen = (whole.tokens - absent.tokens) / seen_rows
+    ids = [rowid for rowid, _ in ranked]
+    sizes = row_sizes(conn, table, ",".join("?" * len(ids)), ids)
+    weight_marks = ", ".join("?" * len(weights))
+    scores = dict.fromkeys(ids, 0.0)
+    for clause in query.clauses:
+        # Every row holding the phrase: a `rowid IN` here would make FTS5 count the
+        # phrase's rows again for each one.
+        shares = conn.execute(
+            f"SELECT rowid, -bm25({table}, {weight_marks}) FROM {table} WHERE {table} MATCH ?",
+            (*weights, clause),
+        ).fetchall()
+        if not shares:
+            continue
+        holding_seen = len(shares) - sum(1 for rowid, _ in shares if rowid in absent.ids)
+        idf_whole = idf_of(whole.rows, len(shares))
+        idf_seen = idf_of(seen_rows, holding_seen)
+        for rowid, share in shares:
+            if rowid in scores:
+                scores[rowid] += _share_seen(
+                    share, idf_whole, idf_seen, sizes.get(rowid, 0), avgdl_whole, avgdl_seen
+                )
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))

@@ -14,6 +14,7 @@ import contextlib
 import sqlite3
 import threading
 from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from ..index_reads import (
     maps_database_errors,
     problem_notes,
 )
-from ..lexical import FtsTerms, LexicalQuery
+from ..lexical import IDF_FLOOR, K1, B, FtsTerms, LexicalQuery
 from .postings import (
     DEAD_KEYS,
     PLACE_BITS,
@@ -35,11 +36,6 @@ from .postings import (
     stored_term,
 )
 from .schema import connect, one_line
-
-# FTS5's bm25 (fts5_aux.c): k1, b, and the IDF of a term in more than half the rows.
-K1 = 1.2
-B = 0.75
-IDF_FLOOR = 1e-6
 
 # Each share of a score is rounded to a multiple of 2^-40 (under 1e-12 of a score): a sum of
 # such numbers (below 2^13) is exact in whatever order it is added.
@@ -86,6 +82,22 @@ def _item_hits(
         block, first, inverse = np.unique(block, return_index=True, return_inverse=True)
         f, note, ntok = np.bincount(inverse, weights=f), note[first], ntok[first]
     return block, f, note, ntok
+
+
+@dataclass(frozen=True)
+class _Stats:
+    """bm25's statistics as a reader counts them: rows, average length, and the blocks
+    (sorted ids) of notes absent for that reader, which no phrase's IDF counts."""
+
+    rows: float
+    avgdl: float
+    unseen: np.ndarray
+
+    def holding(self, blocks: np.ndarray) -> int:
+        """How many of `blocks` (a phrase's) the reader's index holds."""
+        if not len(self.unseen):
+            return len(blocks)
+        return int(len(blocks) - np.isin(blocks, self.unseen, assume_unique=True).sum())
 
 
 def _kept(note: np.ndarray, allowed: Collection[int] | None, hidden: Collection[int]) -> Any:
@@ -255,6 +267,7 @@ class PostgresReads:
         *,
         allowed: Collection[int] | None = None,
         hidden: Collection[int] = (),
+        absent: Collection[int] = (),
     ) -> list[tuple[int, float]]:
         if query.match is None or limit <= 0 or allowed == set():
             return []
@@ -266,10 +279,21 @@ class PostgresReads:
             )
         )
         rows = float(totals.get("lexical_rows") or 0)
-        avgdl = float(totals.get("lexical_tokens") or 0) / rows if rows else 1.0
+        tokens = float(totals.get("lexical_tokens") or 0)
+        unseen = np.empty(0, np.int64)
+        if absent:  # the statistics of an index without the absent notes' blocks
+            found = self.query(
+                "SELECT id, ntok FROM blocks WHERE note_id = ANY(%s)", (sorted(absent),)
+            )
+            unseen = np.array(sorted(block for block, _ in found), np.int64)
+            rows -= len(found)
+            tokens -= sum(ntok for _, ntok in found)
+        avgdl = tokens / rows if rows else 1.0
+        stats = _Stats(rows, avgdl, unseen)
+        left_out = set(hidden) | set(absent)
         if not phrases:
-            return self._items_bm25(items, weights, limit, allowed, hidden, rows, avgdl)
-        return self._phrases_bm25(items, phrases, weights, limit, allowed, hidden, rows, avgdl)
+            return self._items_bm25(items, weights, limit, allowed, left_out, stats)
+        return self._phrases_bm25(items, phrases, weights, limit, allowed, left_out, stats)
 
     def _prefix_terms(self, prefix: str) -> list[str]:
         """The index terms a `prefix*` matches (FTS5 stems the prefix as it stems a term)."""
@@ -302,8 +326,7 @@ class PostgresReads:
         limit: int,
         allowed: Collection[int] | None,
         hidden: Collection[int],
-        rows: float,
-        avgdl: float,
+        stats: _Stats,
     ) -> list[tuple[int, float]]:
         """Terms and prefixes, OR'ed: each item's blocks scored, and each block's scores
         summed."""
@@ -316,9 +339,9 @@ class PostgresReads:
                 continue
             block, f, note, ntok = hits
             keep = _kept(note, allowed, hidden)
-            idf = idf_of(rows, len(block))
+            idf = idf_of(stats.rows, stats.holding(block))
             blocks.append(block[keep])
-            scores.append(bm25_part(idf, f[keep], ntok[keep], avgdl))
+            scores.append(bm25_part(idf, f[keep], ntok[keep], stats.avgdl))
         if not blocks:
             return []
         block, inverse = np.unique(np.concatenate(blocks), return_inverse=True)
@@ -334,8 +357,7 @@ class PostgresReads:
         limit: int,
         allowed: Collection[int] | None,
         hidden: Collection[int],
-        rows: float,
-        avgdl: float,
+        stats: _Stats,
     ) -> list[tuple[int, float]]:
         """Every phrase required, and one of the terms or prefixes when there are some:
         FTS5's `"a b" AND ("c" OR "d"*)`."""
@@ -347,10 +369,13 @@ class PostgresReads:
         found_blocks = self.query("SELECT id, ntok, note_id FROM blocks WHERE id = ANY(%s)", (ids,))
         ntok = {block: count for block, count, _ in found_blocks}
         notes = {block: note for block, _, note in found_blocks}
+        idfs = [
+            idf_of(stats.rows, stats.holding(np.fromiter(found, np.int64))) for found in counted
+        ]
         scores = {
             block: sum(
-                bm25_part(idf_of(rows, len(found)), found[block], ntok[block], avgdl)
-                for found in counted
+                bm25_part(idf, found[block], ntok[block], stats.avgdl)
+                for idf, found in zip(idfs, counted, strict=True)
             )
             for block in ids
         }
@@ -364,7 +389,9 @@ class PostgresReads:
                     continue
                 block, f, _, counts = hits
                 among = np.isin(block, ids)
-                parts = bm25_part(idf_of(rows, len(block)), f[among], counts[among], avgdl)
+                parts = bm25_part(
+                    idf_of(stats.rows, stats.holding(block)), f[among], counts[among], stats.avgdl
+                )
                 for b, part in zip(block[among].tolist(), parts.tolist(), strict=True):
                     matched.add(b)
                     scores[b] += part
