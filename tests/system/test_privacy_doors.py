@@ -710,6 +710,42 @@ def test_an_agent_tool_asked_by_a_denied_note_s_title_answers_as_for_a_missing_n
     assert not exposed(results["hidden"], TITLE)
 
 
+def test_a_write_tool_aimed_at_a_hidden_path_answers_as_where_no_note_is(
+    door_vault: Path, llm_server: LLMServer, model: AgentModel
+) -> None:
+    """Writing needs reading there: creating over a hidden note and creating a new note in
+    the hidden folder get the same refusal, and neither file is touched."""
+    policy = (door_vault / ".vaultctx" / "permissions.toml").read_text()
+    allow_writes = policy.replace("[defaults]\n", '[defaults]\n"vault.write" = "allow"\n')
+    (door_vault / ".vaultctx" / "permissions.toml").write_text(allow_writes)
+    before = (door_vault / HIDDEN).read_text()
+    model.orchestrator.extend(
+        [
+            Reply(
+                tool_calls=(
+                    ToolCallReply("create_note", {"path": HIDDEN, "content": "x"}, id="there"),
+                    ToolCallReply(
+                        "create_note", {"path": "Private/nothing.md", "content": "x"}, id="none"
+                    ),
+                    ToolCallReply("create_note", {"path": "Inbox.md", "content": "x"}, id="ok"),
+                )
+            ),
+            Reply(content="Done."),
+        ]
+    )
+    with Workspace.open(door_vault, {"embed": False, **model_config(llm_server)}) as ws:
+        ws.index()
+        ws.ask("File a note in the strongroom.")
+    after = model.seen["orchestrator"][1].messages
+    results = {m["tool_call_id"]: m["content"] for m in after if m.get("role") == "tool"}
+    assert "created" in results["ok"] and "permission_denied" in results["there"]
+    assert results["there"].replace(HIDDEN, "<path>") == results["none"].replace(
+        "Private/nothing.md", "<path>"
+    )
+    assert (door_vault / HIDDEN).read_text() == before
+    assert not (door_vault / "Private" / "nothing.md").exists()
+
+
 def readable_counts(status: dict[str, Any]) -> dict[str, Any]:
     keys = ("notes", "blocks", "links", "dangling_links", "tags", "aliases", "languages")
     return {key: status[key] for key in keys}

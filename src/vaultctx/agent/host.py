@@ -95,11 +95,11 @@ class DelegationHost:
         return self.vault.read(path)
 
     def create(self, path: str, text: str) -> bool:
-        require_write(self.guard, vault_relative(self.root, path), existing=False)
+        require_write(self.guard, vault_relative(self.root, path))
         return self.vault.create(path, text)
 
     def append(self, path: str, text: str) -> None:
-        require_write(self.guard, vault_relative(self.root, path), existing=True)
+        require_write(self.guard, vault_relative(self.root, path))
         self.vault.append(path, text)
 
     def remember(self, text: str, tier: str, scope: str | None, source: dict[str, Any]) -> str:

@@ -152,13 +152,13 @@ def writable_tiers(guard: PermissionGuard) -> frozenset[str]:
     )
 
 
-def require_write(guard: PermissionGuard, path: str, *, existing: bool) -> None:
-    """Allow writing the note at vault-relative `path` or raise `PermissionDenied`. Changing
-    an existing note also needs reading it: a note the policy hides is not written into,
-    whoever approves."""
+def require_write(guard: PermissionGuard, path: str) -> None:
+    """Allow writing the note at vault-relative `path` or raise `PermissionDenied`. Writing
+    also needs reading there: a note the policy hides is not written into, whoever approves,
+    and creating one where the reader cannot read answers the same refusal whether a hidden
+    note is there or not."""
     guard.require(Capability.VAULT_WRITE, path)
-    if existing:
-        guard.require(Capability.VAULT_READ, path)
+    guard.require(Capability.VAULT_READ, path)
 
 
 def _resource(vault: IndexedVault, tool: Tool, args: BaseModel) -> str:
@@ -194,7 +194,7 @@ def admit(
         if tool.capability is Capability.MEMORY_WRITE:
             require_memory_write(guard, getattr(args, "tier", "workspace"))
         elif tool.capability is Capability.VAULT_WRITE:
-            require_write(guard, resource, existing=tool.must_exist)
+            require_write(guard, resource)
         else:
             guard.require(tool.capability, resource)
     except Exception as exc:  # a refusal, or a lookup that failed: the model's error
