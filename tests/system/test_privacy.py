@@ -25,8 +25,8 @@ from mcp.client.stdio import StdioServerParameters
 from agent_model import AgentModel, agent_model_fixture, call  # noqa: F401
 from conftest import query as index_rows
 from conftest import write_files
-from pdf_files import make_pdf
 from llm_server import LLMServer, Reply, ToolCallReply, llm_server_fixture  # noqa: F401
+from pdf_files import make_pdf
 from server_helpers import call as http_call
 from server_helpers import stream_ask
 from vaultctx import NoteNotFound, Workspace
@@ -37,6 +37,13 @@ SECRET = "ZEBRAQUARTZ"  # in every note no door may show: denied, ignored or hid
 PUBLIC = "ZEBRAPUBLIC"  # in a public note: what proves a door answered at all
 DENY_PRIVATE = '[[rules]]\ncapability = "vault.read"\npaths = ["Private/**"]\neffect = "deny"\n'
 
+DENIED_CANVAS = {
+    "nodes": [
+        {"id": "t", "type": "text", "x": 0, "y": 0, "width": 9, "height": 9,
+         "text": f"Orchard honey plan: the safe code {SECRET}-canvas"},
+        {"id": "a", "type": "file", "x": 0, "y": 20, "width": 9, "height": 9, "file": "Apiary.md"},
+    ]
+}  # fmt: skip
 VAULT = {
     ".vaultctx/permissions.toml": DENY_PRIVATE,
     ".vaultctxignore": "ignored/\n",
@@ -48,16 +55,7 @@ VAULT = {
     ".obsidian/secret.md": f"# Hidden\n\nOrchard honey settings {SECRET}-hidden.\n",
     # A PDF's pages and a canvas's cards are notes too, under the same rules.
     "Private/secret.pdf": make_pdf([f"Orchard honey ledger\nThe safe code is {SECRET}-pdf."]),
-    "Private/board.canvas": json.dumps(
-        {
-            "nodes": [
-                {"id": "t", "type": "text", "x": 0, "y": 0, "width": 9, "height": 9,
-                 "text": f"Orchard honey plan: the safe code {SECRET}-canvas"},
-                {"id": "a", "type": "file", "x": 0, "y": 20, "width": 9, "height": 9,
-                 "file": "Apiary.md"},
-            ]
-        }
-    ),  # fmt: skip
+    "Private/board.canvas": json.dumps(DENIED_CANVAS),
     "ignored/s.pdf": make_pdf([f"Orchard honey notes {SECRET}-ignored-pdf"]),
     ".obsidian/secret.canvas": json.dumps(
         {"nodes": [{"id": "t", "type": "text", "x": 0, "y": 0, "text": f"{SECRET}-hidden-canvas"}]}
