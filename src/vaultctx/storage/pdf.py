@@ -114,9 +114,9 @@ def extract_pdf(abspath: str, *, seconds: float = PDF_SECONDS) -> PdfText:
         process.stdout.close()
     count = state["count"]
     if timed_out:
+        of = f" of its {count}" if count else ""
         problems.append(
-            f"reading it took over {seconds:g} s: only {len(pages)} of its {count} pages"
-            " are indexed"
+            f"reading it took over {seconds:g} s: only {len(pages)}{of} pages are indexed"
         )
     elif not state["done"] and not problems:
         problems.append(
@@ -131,10 +131,12 @@ def extract_pdf(abspath: str, *, seconds: float = PDF_SECONDS) -> PdfText:
 def serve(memory_bytes: int) -> None:
     """The child: a PDF's path in, ("outline", entries, pages), ("page", text)... and
     ("done",) or ("error", why) out."""
-    import resource
+    try:
+        import resource
 
-    with contextlib.suppress(ValueError, OSError):  # a platform without the limit
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    except (ImportError, ValueError, OSError):  # Windows, or a platform without the limit
+        pass
     sink = sys.stdout.buffer
     path = receive(sys.stdin.buffer)
     try:
