@@ -107,6 +107,12 @@ class Config(BaseModel):
         description="processes that parse notes on a large index run (unset: one per spare"
         " CPU, at most 3; 0: parse in the indexing process)",
     )
+    attachment_max_mb: float = Field(
+        64.0,
+        gt=0,
+        description="PDFs and canvases larger than this many megabytes are not indexed (a"
+        " warning in the index report)",
+    )
     llm_model: str | None = Field(None, description="litellm model string for refine and agent")
     llm_api_base: str | None = Field(None, description="OpenAI-compatible base URL, if any")
     llm_timeout: float = Field(1.5, gt=0, description="seconds the refine gate waits")

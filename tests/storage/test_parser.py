@@ -408,9 +408,18 @@ def test_escaped_pipe_in_a_table_cell_is_the_alias_separator():
     ]
 
 
-def test_attachments_are_not_note_links():
+def test_images_and_sounds_are_not_links_but_pdfs_and_canvases_are():
     text = "![[hive.png]] ![[Scan.PDF#page=2]] [[recording.m4a]] ![[board.canvas]] [[Note.v2]]"
-    assert targets(text) == ["Note.v2"]
+    assert targets(text) == ["Scan.PDF", "board.canvas", "Note.v2"]
+    pdf = parse("See ![[Scan.PDF#page=2]].").links[0]
+    assert (pdf.kind, pdf.heading) == ("embed", "page=2")
+
+
+def test_markdown_links_to_pdfs_and_canvases_are_links():
+    assert targets("[scan](Papers/Scan%20one.pdf#page=4) [b](board.canvas) [i](hive.png)") == [
+        "Papers/Scan one.pdf",
+        "board.canvas",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -480,10 +489,11 @@ def test_markdown_link_destination_may_hold_balanced_parentheses():
     assert targets_of(note) == ["People/Margaret (mentor).md", "Tom (neighbour).md"]
 
 
-def test_external_urls_and_non_markdown_files_are_not_links():
+def test_external_urls_and_files_the_index_does_not_hold_are_not_links():
     text = (
         "[NBU](https://www.nationalbeeunit.com/page.md) [mail](mailto:a@b.md)"
-        " [pdf](leaflet.pdf) [anchor](#local) <https://example.com/x.md> https://x.org/y.md"
+        " [photo](hive.jpg) [anchor](#local) <https://example.com/x.md> https://x.org/y.md"
+        " [pdf](https://example.com/leaflet.pdf)"
     )
     assert targets(text) == []
 

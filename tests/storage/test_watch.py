@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 import time
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pdf_files import make_pdf
 from vaultctx import VaultctxError, Workspace
 from vaultctx.storage.watch import VaultWatcher
 
@@ -133,6 +135,22 @@ def test_changes_made_while_nothing_watched_are_caught_up(workspace: Workspace) 
     assert reports and reports[0].added == 1
 
 
+def test_a_saved_pdf_or_canvas_is_reindexed_and_a_hostile_one_costs_only_itself(
+    workspace: Workspace,
+) -> None:
+    root = workspace.root
+    with workspace.watch(embed=False) as watcher:
+        (root / "Locked.pdf").write_bytes(make_pdf(["dugong"], encrypt=True))
+        (root / "Broken.canvas").write_text("{nope")
+        (root / "Survey.pdf").write_bytes(make_pdf(["The quokka census is in May."]))
+        eventually(workspace, "quokka census", ["Survey.pdf"])
+        (root / "Plan.canvas").write_text(
+            json.dumps({"nodes": [{"id": "a", "type": "text", "x": 0, "y": 0, "text": "bilby"}]})
+        )
+        eventually(workspace, "bilby", ["Plan.canvas"])
+        assert watcher.last_error is None and watcher.running
+
+
 def test_classify_maps_events_to_note_paths(workspace: Workspace) -> None:
     watcher = VaultWatcher(workspace._vault, embed=False)
     root = workspace.root
@@ -142,9 +160,11 @@ def test_classify_maps_events_to_note_paths(workspace: Workspace) -> None:
             str(root / ".vaultctx/index.db-wal"),
             str(root / "image.png"),
             str(root / "Hives/.hidden.md"),
+            str(root / "Papers/paper.PDF"),
+            str(root / "Board.canvas"),
         ]
     )
-    assert changes.paths == {"Hives/Varroa.md"}
+    assert changes.paths == {"Hives/Varroa.md", "Papers/paper.PDF", "Board.canvas"}
     assert not changes.full
     shutil.rmtree(root / "Hives")
     assert watcher.classify([str(root / "Hives")]).paths == {

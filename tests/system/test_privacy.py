@@ -27,6 +27,7 @@ from agent_model import AgentModel, agent_model_fixture, call  # noqa: F401
 from conftest import query as index_rows
 from conftest import write_files
 from llm_server import LLMServer, Reply, ToolCallReply, llm_server_fixture  # noqa: F401
+from pdf_files import make_pdf
 from server_helpers import call as http_call
 from server_helpers import stream_ask
 from vaultctx import NoteNotFound, Workspace
@@ -37,6 +38,13 @@ SECRET = "ZEBRAQUARTZ"  # in every note no door may show: denied, ignored or hid
 PUBLIC = "ZEBRAPUBLIC"  # in a public note: what proves a door answered at all
 DENY_PRIVATE = '[[rules]]\ncapability = "vault.read"\npaths = ["Private/**"]\neffect = "deny"\n'
 
+DENIED_CANVAS = {
+    "nodes": [
+        {"id": "t", "type": "text", "x": 0, "y": 0, "width": 9, "height": 9,
+         "text": f"Orchard honey plan: the safe code {SECRET}-canvas"},
+        {"id": "a", "type": "file", "x": 0, "y": 20, "width": 9, "height": 9, "file": "Apiary.md"},
+    ]
+}  # fmt: skip
 VAULT = {
     ".vaultctx/permissions.toml": DENY_PRIVATE,
     ".vaultctxignore": "ignored/\n",
@@ -46,6 +54,13 @@ VAULT = {
     "Private/secret.md": f"# Secret\n\nThe orchard honey safe code is {SECRET}-denied.\n",
     "ignored/s.md": f"# Ignored\n\nOrchard honey notes {SECRET}-ignored.\n",
     ".obsidian/secret.md": f"# Hidden\n\nOrchard honey settings {SECRET}-hidden.\n",
+    # A PDF's pages and a canvas's cards are notes too, under the same rules.
+    "Private/secret.pdf": make_pdf([f"Orchard honey ledger\nThe safe code is {SECRET}-pdf."]),
+    "Private/board.canvas": json.dumps(DENIED_CANVAS),
+    "ignored/s.pdf": make_pdf([f"Orchard honey notes {SECRET}-ignored-pdf"]),
+    ".obsidian/secret.canvas": json.dumps(
+        {"nodes": [{"id": "t", "type": "text", "x": 0, "y": 0, "text": f"{SECRET}-hidden-canvas"}]}
+    ),
 }
 # symlink -> target: each is treated as its target (skipped, denied, or indexed once there)
 SYMLINKS = {
@@ -54,6 +69,9 @@ SYMLINKS = {
     "privdir": "Private",
     "alias.md": "Private/secret.md",
     "ignoreddir": "ignored",
+    "pub.pdf": "ignored/s.pdf",
+    "exposed.canvas": ".obsidian/secret.canvas",
+    "alias.pdf": "Private/secret.pdf",
 }
 QUERIES = ("orchard honey", "safe code", "secret", "honey settings notes")
 # Every name that could reach a hidden note, and patterns a LIKE would have matched.
@@ -73,6 +91,14 @@ NAMES = (
     "%",
     "_",
     "%secret%",
+    "Private/secret.pdf",
+    "secret.pdf",
+    "Private/board.canvas",
+    "board.canvas",
+    "alias.pdf",
+    "pub.pdf",
+    "exposed.canvas",
+    "ignored/s.pdf",
 )
 
 
@@ -110,7 +136,24 @@ def model_config(llm_server: LLMServer) -> dict[str, object]:
 def test_a_note_behind_a_symlink_is_indexed_once_under_its_real_path(ws: Workspace) -> None:
     rows = ws._vault.db.connect().execute("SELECT path FROM notes ORDER BY path")
     paths = [row[0] for row in rows]
-    assert paths == ["Apiary.md", "Orchard.md", "Private/secret.md"]
+    assert paths == [
+        "Apiary.md",
+        "Orchard.md",
+        "Private/board.canvas",
+        "Private/secret.md",
+        "Private/secret.pdf",
+    ]
+
+
+def test_a_denied_pdf_and_canvas_are_indexed_yet_never_shown(ws: Workspace) -> None:
+    held = [text for (text,) in index_rows(ws._vault.db.path, "SELECT text FROM blocks")]
+    assert any(f"{SECRET}-pdf" in text for text in held)
+    assert any(f"{SECRET}-canvas" in text for text in held)
+    found = [ws.select(q, k=20, use_vectors=False).contract() for q in ("safe code", "ledger")]
+    assert not leaks(found, ws.related("Apiary", use_vectors=False).contract())
+    for name in ("Private/secret.pdf", "secret.pdf", "board.canvas", "alias.pdf"):
+        with pytest.raises(NoteNotFound):
+            ws.read_note(name)
 
 
 def test_select_and_reading_never_show_a_hidden_note(ws: Workspace) -> None:
@@ -153,8 +196,8 @@ def test_how_a_query_is_read_never_tells_which_words_hidden_notes_hold(ws: Works
     orchard, honey, secret = view.stems(f"orchard honey {SECRET}")
     seen = view.doc_freqs([orchard, honey, secret])
     everyone = ws._vault.reads.doc_freqs([orchard, honey, secret])
-    assert secret not in seen and everyone[secret] == 1
-    assert seen == {orchard: everyone[orchard] - 1, honey: everyone[honey] - 1}
+    assert secret not in seen and everyone[secret] == 3  # the denied note, PDF and canvas
+    assert seen == {orchard: everyone[orchard] - 3, honey: everyone[honey] - 3}
 
 
 def test_hidden_notes_move_no_score_of_what_the_reader_sees(
@@ -307,7 +350,7 @@ def test_the_cli_shows_no_hidden_note(ws: Workspace, vault: Path) -> None:
         assert done.exit_code == NoteNotFound.exit_code
         outputs.append(done.output)
     explained = runner.invoke(cli, ["select", "safe code", "-V", str(vault), "--explain", "--json"])
-    assert json.loads(explained.output)["explain"]["hidden_notes"] == 1
+    assert json.loads(explained.output)["explain"]["hidden_notes"] == 3  # note, PDF, canvas
     assert not leaks(*outputs, explained.output)
     assert any(PUBLIC in o for o in outputs)
 

@@ -79,7 +79,19 @@ SKILL_NOTE = (
     f"Report {SECRET}-skill. Check [[Apiary]].\n"
 )
 # What no door may show: the notes' text (SECRET, via `leaks`) and what names the denied one.
-NAMING = (HIDDEN, TITLE, ALIAS, TAG, WORD, "ignored/s.md", ".obsidian/secret.md")
+NAMING = (
+    HIDDEN,
+    TITLE,
+    ALIAS,
+    TAG,
+    WORD,
+    "ignored/s.md",
+    ".obsidian/secret.md",
+    "secret.pdf",
+    "board.canvas",
+    "ignored/s.pdf",
+    ".obsidian/secret.canvas",
+)
 # (a hidden note's name, a name of the same shape that names nothing)
 NAME_PAIRS = (
     (TITLE, "Copperleaf Ledger"),
@@ -87,6 +99,8 @@ NAME_PAIRS = (
     (HIDDEN, "Private/absent.md"),
     ("Private/secret", "Private/absent"),
     ("alias.md", "nothere.md"),
+    ("Private/secret.pdf", "Private/absent.pdf"),
+    ("board.canvas", "absent.canvas"),
 )
 AGENT_PAIRS = NAME_PAIRS[:3]  # each pair is two agent turns
 SKILL_PAIRS = ((SKILL, "Copperleaf Check"),)

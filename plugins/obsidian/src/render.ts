@@ -139,9 +139,14 @@ export function formatScore(score: number): string {
 	return Number.isFinite(score) ? score.toFixed(2) : "–";
 }
 
-/** Where to open a passage: `path#heading` when it has one, else the note at its first
- * line (`line` is the editor's 0-based line; the server's `start_line` counts from 1). */
+/** Where to open a passage: a PDF's at its page (`paper.pdf#page=3`), else `path#heading`
+ * when it has one, else the note at its first line (`line` is the editor's 0-based line;
+ * the server's `start_line` counts from 1). */
 export function linkTarget(candidate: Candidate): { linktext: string; line: number | null } {
+	// A PDF's passage opens at its page: its lines are the page's number.
+	if (/\.pdf$/i.test(candidate.path) && typeof candidate.start_line === "number") {
+		return { linktext: `${candidate.path}#page=${candidate.start_line}`, line: null };
+	}
 	const path = candidate.path.replace(/\.md$/i, "");
 	const heading = candidate.heading ? cleanHeading(candidate.heading) : "";
 	if (heading) return { linktext: `${path}#${heading}`, line: null };

@@ -132,6 +132,11 @@ def _clean_heading(text: str) -> str:
     return as_read(_BLOCK_REF.sub("", text).strip(), link_label)
 
 
+def chunk_paragraphs(lines: list[str], limit: int) -> list[tuple[str, int, int, int]]:
+    """`_chunk_section` of text that has no headings (a PDF's page)."""
+    return _chunk_section(lines, "\n".join(lines), limit)
+
+
 def _chunk_section(lines: list[str], section: str, limit: int) -> list[tuple[str, int, int, int]]:
     """Pack paragraphs into chunks of at most `limit` tokens; `section` is the lines joined.
 

@@ -22,6 +22,7 @@ from .db import IndexDatabase
 from .embeddings import Embedder
 from .graph import LINK_CHANGES_KEY, logged_link_changes
 from .language import ANALYSIS, note_language
+from .links import CANVAS_LINK, INDEXED_ATTACHMENTS, is_indexed_attachment
 from .migrations import CHANGES_LOGGED, UNPUBLISHED_TABLES
 from .reader import NoteRead, NoteRows, ReadJob, auto_workers, embed_input, read_all
 from .scanner import VaultFile, scan_paths, scan_vault
@@ -96,14 +97,17 @@ class Indexer:
         workers: int | None = None,
         language: str | None = None,
         fulltext: bool = True,
+        attachment_max_bytes: int | None = None,
     ) -> None:
         """`language` is the vault's `language` setting: every note is read as written in
         it; None reads each note's own. `fulltext=False` leaves the full-text table empty:
         an index published to a database (`database_url`) is read there, from postings of
-        its own, so FTS5's would be work for nothing (`build_fulltext` makes it again)."""
+        its own, so FTS5's would be work for nothing (`build_fulltext` makes it again).
+        A PDF or canvas over `attachment_max_bytes` is skipped unread."""
         self.root = root
         self.language = language
         self.fulltext = fulltext
+        self.attachment_max_bytes = attachment_max_bytes
         self.db = db
         self.chunk_tokens = chunk_tokens
         self.embedder = embedder
@@ -149,7 +153,10 @@ class Indexer:
             if previous and previous[1] == vf.mtime_ns and previous[2] == vf.size:
                 report.unchanged += 1
             else:
-                jobs.append(ReadJob(vf.path, str(vf.abspath), previous[3] if previous else None))
+                limit = self.attachment_max_bytes if is_indexed_attachment(vf.path) else None
+                jobs.append(
+                    ReadJob(vf.path, str(vf.abspath), previous[3] if previous else None, limit)
+                )
         by_path = {vf.path: vf for vf in files}
         pending: list[_Pending] = []
         touched: list[tuple[int, int, int]] = []  # (id, mtime_ns, size): same bytes, new mtime
@@ -560,7 +567,9 @@ def log_unpublished(conn: sqlite3.Connection, *, on: bool) -> None:
 
 class LinkResolver:
     """Obsidian's rules: a path names one note; a bare name matches file names
-    case-insensitively (same folder first, then the shortest path), then aliases."""
+    case-insensitively (same folder first, then the shortest path), then aliases. A PDF or a
+    canvas is named with its extension (`paper.pdf`), a note with or without `.md`; a
+    canvas's card names its file by its path from the vault's root."""
 
     def __init__(self, notes: list[tuple[int, str]], aliases: list[tuple[int, str]]) -> None:
         self.by_path: dict[str, int] = {}
@@ -569,7 +578,7 @@ class LinkResolver:
         for note_id, path in notes:
             self.by_path[path] = note_id
             self.by_path_lower.setdefault(path.lower(), note_id)
-            self.by_stem.setdefault(path_stem(path).lower(), []).append((note_id, path))
+            self.by_stem.setdefault(link_name(path).lower(), []).append((note_id, path))
         for candidates in self.by_stem.values():
             if len(candidates) > 1:
                 candidates.sort(key=lambda c: (c[1].count("/"), len(c[1]), c[1]))
@@ -587,8 +596,14 @@ class LinkResolver:
     def resolve(self, target: str, kind: str, source_path: str, source_id: int) -> int | None:
         if not target:
             return source_id
+        if kind == CANVAS_LINK:  # a canvas names a file by its path from the vault's root
+            path = target.lstrip("/")
+            return self.by_path.get(path) or self.by_path_lower.get(path.lower())
+        # A PDF or canvas is linked by its full name; only a note's `.md` may be left out.
+        extension = "" if is_indexed_attachment(target) else ".md"
         source_dir = _parent(source_path)
-        if kind == "markdown" or (kind == "embed" and target.lower().endswith(".md")):
+        by_path = target.lower().endswith((".md", *INDEXED_ATTACHMENTS))
+        if kind == "markdown" or (kind == "embed" and by_path):
             joined = _normalize(f"{source_dir}/{target}" if source_dir != "." else target)
             for candidate in (joined, _normalize(target.lstrip("/"))):
                 if candidate is None:
@@ -596,15 +611,18 @@ class LinkResolver:
                 found = self.by_path.get(candidate) or self.by_path_lower.get(candidate.lower())
                 if found:
                     return found
-            target = PurePosixPath(target).stem if "/" in target else target[:-3]
+            if extension:
+                target = PurePosixPath(target).stem if "/" in target else target[:-3]
+            else:
+                target = PurePosixPath(target).name
         name = target[:-3] if target.lower().endswith(".md") else target
         lower = name.lower()
         if "/" in lower:
-            exact = self.by_path_lower.get(lower.lstrip("/") + ".md")
+            exact = self.by_path_lower.get(lower.lstrip("/") + extension)
             if exact:
                 return exact
             stem = lower.rsplit("/", 1)[1]
-            suffix = "/" + lower.lstrip("/") + ".md"
+            suffix = "/" + lower.lstrip("/") + extension
             for note_id, path in self.by_stem.get(stem, ()):
                 if path.lower().endswith(suffix):
                     return note_id
@@ -616,7 +634,15 @@ class LinkResolver:
                     if _parent(path) == source_dir:
                         return note_id
             return candidates[0][0]
-        return self.by_alias.get(lower)
+        return None if not extension else self.by_alias.get(lower)
+
+
+def link_name(path: str) -> str:
+    """The name a link gives the file at `path`: a note's stem, a PDF's or canvas's whole
+    file name (`[[paper]]` is never `paper.pdf`)."""
+    if is_indexed_attachment(path):
+        return path.rpartition("/")[2]
+    return path_stem(path)
 
 
 def path_stem(path: str) -> str:

@@ -11,7 +11,11 @@ from urllib.parse import unquote
 
 from .markdown import HEADING, WIKI_LINK, blank
 
-LinkKind = str  # "wiki" | "embed" | "markdown"
+LinkKind = str  # "wiki" | "embed" | "markdown" | "canvas" (a canvas's card or edge)
+
+INDEXED_ATTACHMENTS = (".pdf", ".canvas")
+CANVAS_LINK = "canvas"
+"""The kind of a link a canvas holds (a note card, an edge): a path from the vault's root."""
 
 ATTACHMENT_EXTENSIONS = frozenset(
     "png jpg jpeg gif bmp svg webp avif heic tif tiff ico pdf mp3 wav m4a ogg flac 3gp "
@@ -37,7 +41,9 @@ _TAG = re.compile(r"#(?<![\w#&/\\\]\)`]#)([\w][\w/\-]*)")
 class Link:
     """One outgoing link as written in a note; resolution happens in the index."""
 
-    target: str  # note name or path, without `.md` for wiki links; '' means this note
+    # note name or path, without `.md` for wiki links (a PDF's or canvas's keeps its
+    # extension); '' means this note
+    target: str
     kind: LinkKind
     heading: str | None = None
     block_ref: str | None = None
@@ -71,7 +77,7 @@ def extract_links(masked: str, body: str, first_line: int, block_starts: list[in
         if _SCHEME.match(target):
             continue
         path, _, fragment = unquote(target).partition("#")
-        if not path.lower().endswith(".md"):
+        if not path.lower().endswith(".md") and not is_indexed_attachment(path):
             continue
         embed = _is_embed(masked, m.start())
         line, block = locate(m.start() - embed)
@@ -107,8 +113,8 @@ def parse_wiki_target(inner: str, *, embed: bool = False) -> Link | None:
     name = name.strip()
     if name.lower().endswith(".md"):
         name = name[:-3]
-    elif is_attachment(name):
-        return None  # an image, PDF or canvas: not a note
+    elif is_attachment(name) and not is_indexed_attachment(name):
+        return None  # an image, a sound: not a file the index holds
     heading, block_ref = _split_fragment(fragment)
     if not name and not heading and not block_ref:
         return None
@@ -119,6 +125,12 @@ def parse_wiki_target(inner: str, *, embed: bool = False) -> Link | None:
         block_ref=block_ref,
         alias=alias.strip() or None,
     )
+
+
+def is_indexed_attachment(name: str) -> bool:
+    """A PDF or a canvas: an attachment the index holds as a note, linked by its full name
+    (`paper.pdf`), as Obsidian links it."""
+    return name.lower().endswith(INDEXED_ATTACHMENTS)
 
 
 def is_attachment(name: str) -> bool:

@@ -42,3 +42,19 @@ def read_note_file(root: Path, path: str, max_chars: int | None = None) -> NoteT
     if max_chars is not None and len(content) > max_chars:
         return NoteText(path, content[:max_chars], truncated=True)
     return NoteText(path, content)
+
+
+def is_pdf(path: str) -> bool:
+    return path.lower().endswith(".pdf")
+
+
+def pdf_note_text(
+    path: str, sections: list[tuple[str, str]], max_chars: int | None = None
+) -> NoteText:
+    """A PDF's indexed text as Markdown: a heading per page block (`## Intro > page 3`)."""
+    content = "\n\n".join(
+        f"## {heading}\n\n{text}" if heading else text for heading, text in sections
+    )
+    if max_chars is not None and len(content) > max_chars:
+        return NoteText(path, content[:max_chars], truncated=True)
+    return NoteText(path, content)

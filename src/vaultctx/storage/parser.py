@@ -44,14 +44,14 @@ def parse_note(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNote:
     blocks = split_blocks(body, masked, front.body_line, chunk_tokens)
     title = frontmatter_str(frontmatter.get("title")) or _leading_h1(blocks) or title
     links = extract_links(masked, body, front.body_line, [b.start_line for b in blocks])
-    tags = _unique(
+    tags = unique(
         [
             t.lstrip("#")
             for t in (*frontmatter_list(frontmatter, "tags", "tag"), *inline_tags(masked))
         ],
         lower=True,
     )
-    aliases = _unique(frontmatter_list(frontmatter, "aliases", "alias"))
+    aliases = unique(frontmatter_list(frontmatter, "aliases", "alias"))
     warnings = (f"frontmatter: {fm_error}",) if fm_error else front.warnings
     too_long = [name for name in (*tags, *aliases) if len(name) > MAX_NAME_CHARS]
     if too_long:
@@ -80,7 +80,8 @@ def _leading_h1(blocks: list[Block]) -> str | None:
     return None
 
 
-def _unique(items: list[str], *, lower: bool = False) -> list[str]:
+def unique(items: list[str], *, lower: bool = False) -> list[str]:
+    """`items` without repeats, ignoring case (lowered with `lower`), first kept."""
     seen: set[str] = set()
     out = []
     for item in items:

@@ -21,8 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..childproc import child_command, python_can_start, receive, send
+from .canvas import parse_canvas
 from .language import note_language
 from .parser import ParsedNote, parse_note
+from .pdf import extract_pdf, pdf_blocks
+from .scanner import CANVAS, PDF, file_kind
 
 PARALLEL_MIN_FILES = 400
 """Below this many files to read, a worker process would cost more than it saves."""
@@ -37,6 +40,7 @@ class ReadJob:
     path: str  # POSIX path relative to the vault
     abspath: str
     previous_hash: str | None  # the indexed version's hash: same bytes are not parsed again
+    max_bytes: int | None = None  # a larger file is skipped (config `attachment_max_mb`)
 
 
 @dataclass(frozen=True)
@@ -151,16 +155,27 @@ def note_rows(parsed: ParsedNote) -> NoteRows:
 
 
 def read_note(job: ReadJob, chunk_tokens: int) -> NoteRead:
-    """Read and parse one file; never raises: unreadable and binary files say why."""
+    """Read and parse one file (a note, a PDF, a canvas); never raises: unreadable, binary
+    and too large files say why."""
+    kind = file_kind(job.path)
     try:
+        if job.max_bytes is not None and os.stat(job.abspath).st_size > job.max_bytes:
+            limit = job.max_bytes / 1_000_000
+            return NoteRead(job.path, skipped=f"larger than {limit:g} MB (attachment_max_mb)")
         data = Path(job.abspath).read_bytes()
     except OSError as exc:
         return NoteRead(job.path, skipped=f"unreadable: {exc.strerror or exc}")
-    if b"\x00" in data[:_BINARY_SNIFF]:
+    if kind != PDF and b"\x00" in data[:_BINARY_SNIFF]:
         return NoteRead(job.path, skipped="binary file, not Markdown")
     digest = content_hash(data)
     if digest == job.previous_hash:
         return NoteRead(job.path, digest)
+    name = PurePosixPath(job.path).name
+    if kind == PDF:
+        extracted = extract_pdf(job.abspath)  # from the file: the bytes were for the hash
+        blocks = tuple(pdf_blocks(extracted, chunk_tokens))
+        parsed = ParsedNote(name, {}, None, (), (), blocks, ())
+        return NoteRead(job.path, digest, note_rows(parsed), tuple(extracted.problems))
     problems: list[str] = []
     try:
         text = data.decode("utf-8")
@@ -169,7 +184,10 @@ def read_note(job: ReadJob, chunk_tokens: int) -> NoteRead:
         problems.append(f"invalid UTF-8 at byte {exc.start}; decoded with replacement")
     text = text.removeprefix("\ufeff")
     try:
-        parsed = parse_note(text, PurePosixPath(job.path).stem, chunk_tokens=chunk_tokens)
+        if kind == CANVAS:
+            parsed = parse_canvas(text, name, chunk_tokens=chunk_tokens)
+        else:
+            parsed = parse_note(text, PurePosixPath(job.path).stem, chunk_tokens=chunk_tokens)
         rows = note_rows(parsed)
     except Exception as exc:  # a parser bug must cost one note, never the run
         return NoteRead(job.path, skipped=f"could not be parsed ({type(exc).__name__}: {exc})")

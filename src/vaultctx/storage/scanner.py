@@ -1,4 +1,5 @@
-"""Vault discovery: which files are notes, honouring ignore rules and the vault's boundary.
+"""Vault discovery: which files are notes (Markdown, PDFs, canvases), honouring ignore rules
+and the vault's boundary.
 
 What is hidden or ignored here is never a note, and the read policy
 (`vaultctx.permissions`) hides the same paths at query time with `excluded`, so a rule
@@ -52,8 +53,20 @@ def is_hidden(name: str) -> bool:
     return name.startswith(".")
 
 
+MARKDOWN, PDF, CANVAS = ".md", ".pdf", ".canvas"
+INDEXED_SUFFIXES = (MARKDOWN, PDF, CANVAS)
+"""The files the index holds: notes, and the PDFs and canvases kept beside them."""
+
+
+def file_kind(name: str) -> str:
+    """The suffix of an indexed file's name (`MARKDOWN`, `PDF`, `CANVAS`), or ''."""
+    lower = name.lower()
+    return next((suffix for suffix in INDEXED_SUFFIXES if lower.endswith(suffix)), "")
+
+
 def is_note_path(name: str) -> bool:
-    return name.lower().endswith(".md") and not is_hidden(name)
+    """Whether a file named `name` is indexed: a note, a PDF or a canvas, never hidden."""
+    return bool(file_kind(name)) and not is_hidden(name)
 
 
 def _skipped(spec: pathspec.PathSpec | None, rel: str, name: str, is_dir: bool) -> bool:
@@ -123,7 +136,7 @@ def _cannot_list(exc: OSError) -> str:
 
 
 def scan_vault(root: Path) -> ScanResult:
-    """Walk the vault for Markdown notes.
+    """Walk the vault for its notes: Markdown, PDFs and canvases.
 
     Hidden entries and the ignore file's patterns are skipped, and so is every symlink: one
     that leaves the vault is not followed, and one inside it names a file or folder the walk

@@ -158,6 +158,7 @@ class Vault:
                 workers=self.config.index_workers,
                 language=self.config.language,
                 fulltext=self.backend.fulltext,
+                attachment_max_bytes=int(self.config.attachment_max_mb * 1_000_000),
             )
             return self.backend.index(indexer, self.db, paths)
 

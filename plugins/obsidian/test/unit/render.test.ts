@@ -108,6 +108,13 @@ describe("a link to a passage", () => {
 		});
 	});
 
+	it("opens a PDF's passage at its page", () => {
+		expect(linkTarget(candidate("Papers/paper.pdf", { heading: "page 3", start_line: 3 }))).toEqual({
+			linktext: "Papers/paper.pdf#page=3",
+			line: null,
+		});
+	});
+
 	it("keeps no character a link cannot hold", () => {
 		expect(cleanHeading("C# [draft] | v2 ^x")).toBe("C draft v2 x");
 	});

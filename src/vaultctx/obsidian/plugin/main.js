@@ -476,6 +476,9 @@ function formatScore(score) {
   return Number.isFinite(score) ? score.toFixed(2) : "\u2013";
 }
 function linkTarget(candidate) {
+  if (/\.pdf$/i.test(candidate.path) && typeof candidate.start_line === "number") {
+    return { linktext: `${candidate.path}#page=${candidate.start_line}`, line: null };
+  }
   const path2 = candidate.path.replace(/\.md$/i, "");
   const heading = candidate.heading ? cleanHeading(candidate.heading) : "";
   if (heading) return { linktext: `${path2}#${heading}`, line: null };

@@ -1,0 +1,199 @@
+"""Obsidian canvases (JSON Canvas 1.0) as notes: text cards are blocks, note cards and the
+edges between them are links.
+
+A card's Markdown is read by the note parser's own parts (`blocks.py`, `links.py`), so a
+heading, a long card or a `[[link]]` on a canvas reads as it would in a note. Pure
+functions, no I/O; malformed input is a warning, never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .blocks import Block, split_blocks
+from .links import CANVAS_LINK, Link, extract_links, inline_tags
+from .markdown import HEADING, mask_code
+from .parser import ParsedNote, unique
+from .scanner import is_note_path
+
+_LABEL_CHARS = 120  # a card's first line names its block; a pasted paragraph is cut here
+
+
+@dataclass(frozen=True)
+class _Node:
+    id: str
+    type: str
+    x: float
+    y: float
+    width: float
+    height: float
+    raw: dict[str, Any]
+
+
+def parse_canvas(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNote:
+    """The blocks and links of one canvas file's text. Cards are read top to bottom, left
+    to right; a card inside a group has the group's label first in its heading path."""
+    warnings: list[str] = []
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return _empty(title, (f"not a JSON Canvas: {_first_line(str(exc))}",))
+    if not isinstance(data, dict):
+        return _empty(title, ("not a JSON Canvas: the file is not a JSON object",))
+    nodes, bad = _nodes(data.get("nodes"))
+    if bad:
+        warnings.append(f"{bad} canvas node(s) without an id, a type or a position are left out")
+    groups = [n for n in nodes if n.type == "group"]
+    by_id = {n.id: n for n in nodes}
+    blocks: list[Block] = []
+    links: list[Link] = []
+    tags: list[str] = []
+    file_block: dict[str, int] = {}  # note card id -> the ordinal of the block it sits by
+    for node in sorted(nodes, key=lambda n: (n.y, n.x)):
+        group = _group_label(node, groups)
+        if node.type == "text" and isinstance(node.raw.get("text"), str):
+            card = node.raw["text"].replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+            masked = mask_code(card)
+            first = len(blocks)
+            for block in split_blocks(card, masked, 1, chunk_tokens):
+                path = block.heading_path or ((_first_line(card),) if card.strip() else ())
+                blocks.append(replace(block, ordinal=len(blocks), heading_path=(*group, *path)[:8]))
+            starts = [b.start_line for b in blocks[first:]]
+            links.extend(
+                replace(link, block=first + max(link.block, 0))
+                for link in extract_links(masked, card, 1, starts)
+            )
+            tags.extend(inline_tags(masked))
+        elif node.type == "file" and isinstance(node.raw.get("file"), str):
+            target = card_link(node.raw["file"], node.raw.get("subpath"))
+            if target is not None:
+                file_block[node.id] = max(len(blocks) - 1, 0)
+                links.append(replace(target, block=file_block[node.id]))
+        elif node.type == "link" and isinstance(node.raw.get("url"), str):
+            url = node.raw["url"].strip()[:2048]
+            if url:
+                blocks.append(Block(len(blocks), (*group, url[:_LABEL_CHARS]), 0, url, 1, 1, 1))
+    links.extend(_edges(data.get("edges"), by_id, file_block, warnings))
+    if not blocks:
+        blocks.append(Block(0, (), 0, "", 1, 1, 0))
+    return ParsedNote(
+        title=title,
+        frontmatter={},
+        frontmatter_error=None,
+        tags=tuple(unique(tags, lower=True)),
+        aliases=(),
+        blocks=tuple(blocks),
+        links=tuple(links),
+        warnings=tuple(warnings),
+    )
+
+
+def card_link(path: str, subpath: object = None) -> Link | None:
+    """The link of a note card (`file`, from the vault's root, `subpath` like `#Heading`);
+    None for a card of an attachment vaultctx does not index (an image)."""
+    path = path.strip().lstrip("/")
+    if not path or not is_note_path(path.rpartition("/")[2]):
+        return None
+    fragment = subpath.strip().lstrip("#") if isinstance(subpath, str) else ""
+    heading = block_ref = None
+    if fragment.startswith("^"):
+        block_ref = fragment[1:] or None
+    elif fragment:
+        heading = fragment.split("#")[-1].strip() or None
+    return Link(target=path, kind=CANVAS_LINK, heading=heading, block_ref=block_ref)
+
+
+def _nodes(raw: object) -> tuple[list[_Node], int]:
+    """The well-formed nodes of `raw`, and how many others there were."""
+    if not isinstance(raw, list):
+        return [], 0 if raw is None else 1
+    nodes, bad = [], 0
+    seen: set[str] = set()
+    for item in raw:
+        try:
+            node = _Node(
+                str(item["id"]),
+                str(item["type"]),
+                float(item.get("x", 0)),
+                float(item.get("y", 0)),
+                float(item.get("width", 0)),
+                float(item.get("height", 0)),
+                item,
+            )
+        except (TypeError, KeyError, ValueError, AttributeError, OverflowError):
+            bad += 1
+            continue
+        if node.id in seen:
+            bad += 1
+            continue
+        seen.add(node.id)
+        nodes.append(node)
+    return nodes, bad
+
+
+def _group_label(node: _Node, groups: list[_Node]) -> tuple[str, ...]:
+    """The label of the smallest labelled group whose box holds `node`'s box, if any."""
+    holding = [
+        g
+        for g in groups
+        if g is not node
+        and isinstance(g.raw.get("label"), str)
+        and g.raw["label"].strip()
+        and g.x <= node.x
+        and g.y <= node.y
+        and node.x + node.width <= g.x + g.width
+        and node.y + node.height <= g.y + g.height
+    ]
+    if not holding:
+        return ()
+    smallest = min(holding, key=lambda g: g.width * g.height)
+    return (_first_line(smallest.raw["label"]),)
+
+
+def _edges(
+    raw: object, by_id: dict[str, _Node], file_block: dict[str, int], warnings: list[str]
+) -> list[Link]:
+    """An edge that ends on a note card is a link of the canvas to that note, its label as
+    the link's text: the canvas says the two cards it joins belong together."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        warnings.append("canvas edges are not a list; left out")
+        return []
+    links, bad = [], 0
+    for edge in raw:
+        if not isinstance(edge, dict) or not all(
+            isinstance(edge.get(end), str) and edge[end] in by_id for end in ("fromNode", "toNode")
+        ):
+            bad += 1
+            continue
+        source, target = by_id[edge["fromNode"]], by_id[edge["toNode"]]
+        if source.type != "file" or target.id not in file_block:
+            continue
+        link = card_link(target.raw["file"], target.raw.get("subpath"))
+        if link is None:
+            continue
+        label = edge.get("label")
+        alias = _first_line(label) if isinstance(label, str) and label.strip() else None
+        links.append(replace(link, alias=alias, block=file_block.get(source.id, 0)))
+    if bad:
+        warnings.append(f"{bad} canvas edge(s) without both ends on the canvas are left out")
+    return links
+
+
+def _first_line(text: str) -> str:
+    """A card's first non-blank line as it reads (a heading without its marks), cut short."""
+    for line in text.split("\n"):
+        if line.strip():
+            m = HEADING.match(line)
+            words = (m.group(2) or "") if m else line
+            return words.strip()[:_LABEL_CHARS]
+    return ""
+
+
+def _empty(title: str, warnings: tuple[str, ...]) -> ParsedNote:
+    return ParsedNote(
+        title, {}, None, (), (), (Block(0, (), 0, "", 1, 1, 0),), (), warnings=warnings
+    )

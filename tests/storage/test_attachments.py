@@ -1,0 +1,254 @@
+"""What else lives in a vault: PDFs and canvases are indexed as notes — a PDF's pages and a
+canvas's cards are blocks select finds, their links join the graph, and a hostile file is
+a warning that costs that file alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import query, write_files
+from pdf_files import make_pdf
+from vaultctx import Workspace
+from vaultctx.storage.canvas import parse_canvas
+from vaultctx.storage.indexer import LinkResolver
+from vaultctx.storage.pdf import PDF_MEMORY_BYTES, extract_pdf
+
+PAPER = make_pdf(
+    [
+        "Foraging Range of Honey Bees\nA field study",
+        "Methods\nColonies were moved to the heath in June.",
+        "Results\nThe waggle run lasts longer for flowers farther from the hive.",
+    ],
+    outline=[("Introduction", 0), ("Results", 2)],
+)
+BOARD = {
+    "nodes": [
+        {"id": "g", "type": "group", "x": 0, "y": 0, "width": 900, "height": 900,
+         "label": "Summer plan"},
+        {"id": "t", "type": "text", "x": 20, "y": 20, "width": 300, "height": 100,
+         "text": "Move the hives to the heather moor\n\nin August, before [[Forage]] fails"},
+        {"id": "hives", "type": "file", "x": 400, "y": 20, "width": 200, "height": 100,
+         "file": "Hives.md"},
+        {"id": "paper", "type": "file", "x": 400, "y": 300, "width": 200, "height": 100,
+         "file": "Papers/paper.pdf", "subpath": "#page=3"},
+        {"id": "web", "type": "link", "x": 1000, "y": 0, "width": 200, "height": 100,
+         "url": "https://example.org/heather"},
+    ],
+    "edges": [{"id": "e", "fromNode": "hives", "toNode": "paper", "label": "evidence"}],
+}  # fmt: skip
+VAULT = {
+    "Hives.md": "# Hives\n\nThe hives stand by the orchard.\n",
+    "Forage.md": "# Forage\n\nClover first, then lime.\n",
+    "Reading.md": "# Reading\n\n![[paper.pdf#page=3]] and the plan on [[Board.canvas]];"
+    " also [the paper](Papers/paper.pdf).\n",
+    "Board.canvas": json.dumps(BOARD),
+    "Papers/paper.pdf": PAPER,
+}
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Iterator[Workspace]:
+    with Workspace.open(write_files(tmp_path / "vault", VAULT), {"embed": False}) as workspace:
+        workspace.index()
+        yield workspace
+
+
+def blocks_of(ws: Workspace, path: str) -> list[tuple[str, str, int]]:
+    return query(
+        ws._vault.db.path,
+        "SELECT b.heading_path, b.text, b.start_line FROM blocks b JOIN notes n"
+        " ON n.id = b.note_id WHERE n.path = ? ORDER BY b.ordinal",
+        path,
+    )
+
+
+def links_of(ws: Workspace, path: str) -> list[tuple[str, str, str | None]]:
+    """(target as written, kind, the path it resolved to) of each link `path` holds."""
+    return query(
+        ws._vault.db.path,
+        "SELECT l.target, l.kind, t.path FROM links l JOIN notes s ON s.id = l.source_id"
+        " LEFT JOIN notes t ON t.id = l.target_id WHERE s.path = ? ORDER BY l.id",
+        path,
+    )
+
+
+# --- canvases ------------------------------------------------------------------------------
+
+
+def test_a_canvas_text_card_is_a_block_under_its_group_and_first_line(ws: Workspace) -> None:
+    blocks = {heading: text for heading, text, _ in blocks_of(ws, "Board.canvas")}
+    card = blocks["Summer plan > Move the hives to the heather moor"]
+    assert card.endswith("in August, before [[Forage]] fails")
+    assert blocks["https://example.org/heather"] == "https://example.org/heather"  # no group
+    found = ws.select("heather moor", use_vectors=False).candidates[0]
+    assert (found.path, found.title) == ("Board.canvas", "Board.canvas")
+
+
+def test_a_canvas_s_note_cards_card_links_and_edges_are_links_of_the_graph(
+    ws: Workspace,
+) -> None:
+    assert links_of(ws, "Board.canvas") == [
+        ("Forage", "wiki", "Forage.md"),
+        ("Hives.md", "canvas", "Hives.md"),
+        ("Papers/paper.pdf", "canvas", "Papers/paper.pdf"),
+        ("Papers/paper.pdf", "canvas", "Papers/paper.pdf"),  # the edge Hives -> paper
+    ]
+    related = ws.related("Hives", use_vectors=False)
+    assert "Board.canvas" in [c.path for c in related.candidates]  # its backlink
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{not json",
+        "[1, 2, 3]",
+        '{"nodes": "many", "edges": 7}',
+        '{"nodes": [{"id": 1}, {"type": "text"}, 5, null, {"id": "a", "type": "text",'
+        ' "x": "left", "text": "x"}], "edges": [{"fromNode": "zz", "toNode": "a"}, 4]}',
+        '{"nodes": [{"id": "a", "type": "text", "x": 0, "y": 0, "text": ["not", "text"]},'
+        ' {"id": "b", "type": "file", "x": 0, "y": 0, "file": {"path": "Hives.md"}}]}',
+        "[" * 100_000 + "]" * 100_000,
+    ],
+    ids=["malformed", "a-list", "wrong-types", "bad-nodes-and-edges", "wrong-fields", "deep"],
+)
+def test_a_hostile_canvas_is_a_warning_for_that_file_only(tmp_path: Path, text: str) -> None:
+    root = write_files(tmp_path / "vault", {**VAULT, "Bad.canvas": text})
+    with Workspace.open(root, {"embed": False}) as ws:
+        report = ws.index()
+        assert {path for path, _ in report.warnings} <= {"Bad.canvas"}
+        assert report.skipped == []
+        assert ws.select("heather moor", use_vectors=False).candidates[0].path == "Board.canvas"
+    parsed = parse_canvas(text, "Bad.canvas")
+    assert parsed.warnings or not any(b.text for b in parsed.blocks)
+
+
+# --- PDFs ----------------------------------------------------------------------------------
+
+
+def test_each_pdf_page_is_a_block_under_its_outline_heading_and_its_page(ws: Workspace) -> None:
+    assert [(h, line) for h, _, line in blocks_of(ws, "Papers/paper.pdf")] == [
+        ("Introduction > page 1", 1),
+        ("Introduction > page 2", 2),
+        ("Results > page 3", 3),
+    ]
+    found = ws.select("waggle run farther flowers", use_vectors=False).candidates[0]
+    assert (found.path, found.title, found.heading_path) == (
+        "Papers/paper.pdf",
+        "paper.pdf",
+        "Results > page 3",
+    )
+    assert (found.start_line, found.end_line) == (3, 3)
+    text = ws.read_note("Papers/paper.pdf").content
+    assert "## Results > page 3\n\nResults\nThe waggle run" in text
+
+
+def test_a_pdf_is_read_again_only_when_its_bytes_change(ws: Workspace) -> None:
+    pdf = ws.root / "Papers" / "paper.pdf"
+    assert ws.index().unchanged == len(VAULT)
+    os.utime(pdf, ns=(time.time_ns(), time.time_ns() + 5_000_000_000))
+    again = ws.index()
+    assert (again.unchanged, again.updated) == (len(VAULT), 0)
+    pdf.write_bytes(make_pdf(["The hive was weighed every week."]))
+    changed = ws.index()
+    assert changed.updated == 1
+    assert (
+        ws.select("weighed every week", use_vectors=False).candidates[0].path
+        == pdf.relative_to(ws.root).as_posix()
+    )
+
+
+HOSTILE = {
+    "encrypted.pdf": (make_pdf(["locked words"], encrypt=True), "encrypted"),
+    "damaged.pdf": (b"%PDF-1.7\n" + os.urandom(4096), "not a PDF that can be read"),
+    "scan.pdf": (make_pdf(["", "", ""]), "no text on any of its 3 pages"),
+    "notes.pdf": (b"# not a pdf at all\n", "not a PDF that can be read"),
+}
+
+
+def test_hostile_pdfs_are_warnings_that_cost_only_their_file(tmp_path: Path) -> None:
+    files = {name: data for name, (data, _) in HOSTILE.items()}
+    root = write_files(tmp_path / "vault", {**VAULT, **files})
+    with Workspace.open(root, {"embed": False}) as ws:
+        report = ws.index()
+        warnings = dict(report.warnings)
+        for name, (_, why) in HOSTILE.items():
+            assert why in warnings[name], name
+        assert ws.select("waggle run", use_vectors=False).candidates[0].path == "Papers/paper.pdf"
+        assert ws.status().to_dict()["notes_with_problems"] == len(HOSTILE)
+        assert ws.index().unchanged == len(VAULT) + len(HOSTILE)  # not read again
+
+
+def test_a_pdf_over_the_size_limit_is_skipped_unread(tmp_path: Path) -> None:
+    root = write_files(tmp_path / "vault", VAULT)
+    with Workspace.open(root, {"embed": False, "attachment_max_mb": 0.001}) as ws:
+        report = ws.index()
+    assert dict(report.skipped)["Papers/paper.pdf"] == "larger than 0.001 MB (attachment_max_mb)"
+    assert report.added == len(VAULT) - 1
+
+
+def test_a_pdf_of_five_thousand_pages_is_indexed_page_by_page(tmp_path: Path) -> None:
+    pages = [f"Page {n} of the ledger: frame count {n * 7}." for n in range(1, 5001)]
+    root = write_files(tmp_path / "vault", {"ledger.pdf": make_pdf(pages)})
+    with Workspace.open(root, {"embed": False}) as ws:
+        ws.index()
+        (count,) = query(ws._vault.db.path, "SELECT COUNT(*) FROM blocks")[0]
+        found = ws.select("frame count 34993", use_vectors=False).candidates[0]
+    assert count == 5000
+    assert found.heading_path == "page 4999"
+
+
+def test_a_pdf_read_past_its_deadline_keeps_the_pages_read_by_then(tmp_path: Path) -> None:
+    pdf = tmp_path / "long.pdf"
+    pdf.write_bytes(make_pdf([f"Entry {n}: a frame of brood." for n in range(20_000)]))
+    text = extract_pdf(str(pdf), seconds=1.0)
+    assert len(text.pages) < 20_000
+    of = f" of its {text.page_count}" if text.page_count else ""  # known once it opened
+    assert text.problems == [
+        f"reading it took over 1 s: only {len(text.pages)}{of} pages are indexed"
+    ]
+
+
+@pytest.mark.slow
+def test_a_decompression_bomb_stops_at_the_memory_ceiling(tmp_path: Path) -> None:
+    bomb = tmp_path / "bomb.pdf"
+    bomb.write_bytes(make_pdf(["boom"], bomb_bytes=2 * PDF_MEMORY_BYTES))
+    assert bomb.stat().st_size < 4_000_000
+    started = time.perf_counter()
+    text = extract_pdf(str(bomb))
+    assert time.perf_counter() - started < 30
+    assert text.pages == []
+    assert "its reader stopped (out of memory, or a crash)" in text.problems[0]
+
+
+# --- links into them -----------------------------------------------------------------------
+
+
+def test_links_to_pdfs_and_canvases_resolve_and_count_in_the_graph(ws: Workspace) -> None:
+    assert links_of(ws, "Reading.md") == [
+        ("paper.pdf", "embed", "Papers/paper.pdf"),
+        ("Board.canvas", "wiki", "Board.canvas"),
+        ("Papers/paper.pdf", "markdown", "Papers/paper.pdf"),
+    ]
+    related = ws.related("Papers/paper.pdf", use_vectors=False)
+    assert "Reading.md" in [c.path for c in related.candidates]
+
+
+def test_a_pdf_or_canvas_is_named_with_its_extension_as_obsidian_names_it() -> None:
+    notes = [(1, "paper.md"), (2, "Papers/paper.pdf"), (3, "Old/paper.pdf"), (4, "Board.canvas")]
+    resolver = LinkResolver(notes, [(1, "paper.pdf")])
+    resolve = resolver.resolve
+    assert resolve("paper", "wiki", "x.md", 9) == 1  # a bare name is a note's
+    assert resolve("paper.pdf", "wiki", "x.md", 9) == 3  # the shortest path of that name
+    assert resolve("paper.pdf", "wiki", "Papers/x.md", 9) == 2  # its own folder's first
+    assert resolve("Papers/paper.pdf", "wiki", "x.md", 9) == 2
+    assert resolve("PAPERS/Paper.PDF", "wiki", "x.md", 9) == 2
+    assert resolve("board.canvas", "embed", "x.md", 9) == 4
+    assert resolve("Board", "wiki", "x.md", 9) is None  # a canvas is never its stem
+    assert resolve("Papers/paper.pdf", "canvas", "Deep/Board.canvas", 9) == 2
+    assert resolve("missing.pdf", "wiki", "x.md", 9) is None  # not the alias of a note
