@@ -14,7 +14,7 @@ from typing import Any
 from .. import prompts
 from ..errors import LLMNotConfigured
 from ..pipeline.context import SessionContext, canonical_json
-from ..storage.audit import SentNote
+from ..storage.audit import SentNote, sent_notes
 
 Message = dict[str, Any]
 
@@ -87,16 +87,12 @@ def context_pack(context: SessionContext | None) -> dict[str, Any]:
 def context_notes(context: SessionContext | None) -> tuple[SentNote, ...]:
     """The notes of a SessionContext's items, with the ids of their blocks (neighbours
     merged in included): what of the vault the context block sends."""
-    blocks: dict[str, list[int]] = {}
-    for item in context.items if context is not None else ():
-        if item.path is None:
-            continue
-        ids = blocks.setdefault(item.path, [])
-        for block in (item.id, *item.merged):
-            kind, _, number = block.partition(":")
-            if kind == "block" and number.isdigit():
-                ids.append(int(number))
-    return tuple(SentNote(path, tuple(dict.fromkeys(ids))) for path, ids in blocks.items())
+    return sent_notes(
+        (item.path, int(number) if kind == "block" and number.isdigit() else None)
+        for item in (context.items if context is not None else ())
+        if item.path is not None
+        for kind, _, number in (block.partition(":") for block in (item.id, *item.merged))
+    )
 
 
 class TurnPreparer:

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from ..errors import InvalidQuery, LLMError, LLMRateLimited, LLMTimeout
 from ..permissions import Capability, Destination, destination_of
 from ..prompts import GateCandidate, gate_messages
-from ..storage.audit import AuditLog, AuditNote, SentNote
+from ..storage.audit import AuditLog, AuditNote, sent_notes
 from .context import ContextItem, GateName, SessionContext
 from .gate import Neighbour, deterministic_gate, fill_budget
 from .models import Candidate, Selection
@@ -148,21 +148,16 @@ def gate_audit(
 ) -> AuditNote:
     """What the audit log keeps of a gate request: each note sent, its block ids, and the
     rule (or default) that let it go to `destination`. No text."""
-    blocks: dict[str, list[int]] = {}
-    for candidate in candidates:
-        for path in candidate_notes(candidate):
-            sent = blocks.setdefault(path, [])
-            if candidate.path == path and candidate.block_id is not None:
-                sent.append(candidate.block_id)
-    read = Capability.VAULT_READ
-    notes = tuple(
-        SentNote(
-            path,
-            tuple(dict.fromkeys(ids)),
-            policy.effect_for(read, path, destination)[1] if policy is not None else "",
-        )
-        for path, ids in blocks.items()
+    pieces = (
+        (path, candidate.block_id if candidate.path == path else None)
+        for candidate in candidates
+        for path in candidate_notes(candidate)
     )
+
+    def rule(path: str) -> str:
+        return policy.effect_for(Capability.VAULT_READ, path, destination)[1] if policy else ""
+
+    notes = sent_notes(pieces, rule)
     return AuditNote(purpose="gate", destination=destination.value, notes=notes)
 
 

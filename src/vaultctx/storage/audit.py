@@ -18,7 +18,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +61,22 @@ class SentNote:
     path: str
     blocks: tuple[int, ...] = ()
     rule: str = ""
+
+
+def sent_notes(
+    pieces: Iterable[tuple[str, int | None]], rule: Callable[[str], str] | None = None
+) -> tuple[SentNote, ...]:
+    """(note path, block id or None) pieces of a request as its notes: each note once, in
+    the order first seen, with its distinct block ids and `rule`'s reason it may go."""
+    blocks: dict[str, list[int]] = {}
+    for path, block in pieces:
+        ids = blocks.setdefault(path, [])
+        if block is not None:
+            ids.append(block)
+    return tuple(
+        SentNote(path, tuple(dict.fromkeys(ids)), rule(path) if rule is not None else "")
+        for path, ids in blocks.items()
+    )
 
 
 @dataclass(frozen=True)
