@@ -120,7 +120,8 @@ class LLMNotInstalled(LLMError):
 
 # The one sentence every door shows for LLMNotInstalled: what is missing and the command.
 LLM_NOT_INSTALLED = (
-    "a model is configured (llm_model) but its client is not installed: pip install 'vaultctx[llm]'"
+    "a model is configured (llm_model) but its client, litellm, is not installed:"
+    " pip install 'vaultctx[llm]' (from a clone: pipx install --force '.[llm]')"
 )
 
 
