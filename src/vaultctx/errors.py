@@ -108,6 +108,23 @@ class LLMNotConfigured(LLMError):
     exit_code = 11
 
 
+class LLMNotInstalled(LLMError):
+    """A model is configured, but its client (litellm, the `llm` extra) is not installed."""
+
+    exit_code = 21
+    http_status = 503  # answers once the extra is installed
+
+    def __init__(self, message: str | None = None, *, record: object | None = None) -> None:
+        super().__init__(message or LLM_NOT_INSTALLED, record=record)
+
+
+# The one sentence every door shows for LLMNotInstalled: what is missing and the command.
+LLM_NOT_INSTALLED = (
+    "a model is configured (llm_model) but its client, litellm, is not installed:"
+    " pip install 'vaultctx[llm]' (from a clone: pipx install --force '.[llm]')"
+)
+
+
 class LLMTimeout(LLMError):
     """The model did not answer within the call's time limit."""
 

@@ -530,13 +530,15 @@ class Workspace:
 
         With a model (`model`, else config `llm_model`) a cheap LLM chooses what to keep;
         without one, or when it times out (`llm_timeout`), fails or answers nonsense, the
-        deterministic gate does. Never fails because of the model.
+        deterministic gate does. Never fails because of the model; `LLMNotInstalled` before
+        any work when one is configured but its client (the `llm` extra) is not installed.
         """
-        from .llm import LLMSettings, warm_up  # litellm itself loads only if a model is set
+        from .llm import LLMSettings, require_client, warm_up  # litellm: only with a model
 
         budget = self.config.budget_tokens if budget_tokens is None else budget_tokens
         settings = LLMSettings.resolve(self.config, model=model)
         if settings.configured:
+            require_client()
             warm_up()  # litellm's import overlaps with select
         selection = self.select(query, k=k, filters=filters, use_vectors=use_vectors)
         return self._refiner.refine(

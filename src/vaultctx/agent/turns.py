@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..errors import NoteNotFound
-from ..llm import LLMSettings, count_tokens
+from ..llm import LLMSettings, count_tokens, require_client
 from ..permissions import Asker, Capability, Destination, PermissionGuard, destination_of
 from ..pipeline.context import SessionContext
 from ..storage.audit import AuditLog
@@ -198,13 +198,15 @@ class AgentRequestHandler:
     def handle(self, question: str, *, skill: SkillRun | None = None) -> TurnResult:
         """Context → memory → prepared messages (compacted when over the context budget)
         → Orchestrator → logged answer → memory persisted in the background.
-        `LLMNotConfigured` before any work without a model.
+        `LLMNotConfigured` before any work without a model, `LLMNotInstalled` without its
+        client (the `llm` extra).
 
         Otherwise the vault's skills are the Orchestrator's tools (the few most relevant to
         `question` when there are many). With `skill`, `question` is its rendered template,
         step 6 holds the skill's context and the guard allows only the skill's declared
         capabilities."""
         provider, model = resolve_provider_model(None, self.model, self.preparer.model_chain)
+        require_client()
         settings = LLMSettings.resolve(
             self.ws.config,
             model=f"{provider}/{model}",

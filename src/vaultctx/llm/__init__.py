@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         complete,
         complete_structured,
         parse_json_model,
+        require_client,
         warm_up,
     )
     from .settings import LLMSettings
@@ -31,6 +32,7 @@ _LAZY = {
     "complete": ".client",
     "complete_structured": ".client",
     "parse_json_model": ".client",
+    "require_client": ".client",
     "warm_up": ".client",
     "LLMSettings": ".settings",
     "count_tokens": ".tokens",
@@ -47,5 +49,6 @@ __all__ = [
     "complete_structured",
     "count_tokens",
     "parse_json_model",
+    "require_client",
     "warm_up",
 ]

@@ -2,8 +2,10 @@
 
 litellm costs about a second to import, so it is imported on first use (or in the
 background with `warm_up`), after pinning its cost map to the bundled copy: otherwise the
-import itself fetches the map over the network. Every error a provider or litellm raises is
-turned into vaultctx's own `LLMError` family here, carrying the call's `CallRecord`.
+import itself fetches the map over the network. It is the `llm` extra, not in the default
+install: without it a configured model is `LLMNotInstalled`, naming the install command.
+Every error a provider or litellm raises is turned into vaultctx's own `LLMError` family
+here, carrying the call's `CallRecord`.
 
 With an audit log in the settings, each call is recorded there before it is sent and
 completed after it (`storage.audit`): what the caller declares is in the request (`audit`),
@@ -12,6 +14,7 @@ the model, its endpoint and the tokens. A call whose record cannot be written is
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -27,6 +30,7 @@ from ..errors import (
     LLMError,
     LLMFailed,
     LLMNotConfigured,
+    LLMNotInstalled,
     LLMRateLimited,
     LLMTimeout,
     VaultctxError,
@@ -93,23 +97,50 @@ class Completion:
 
 
 def _litellm() -> Any:
-    """Import litellm offline-safe and quiet; later calls return the loaded module."""
+    """Import litellm offline-safe and quiet; later calls return the loaded module.
+    `LLMNotInstalled` when the `llm` extra is not installed."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     with _import_lock:
-        import litellm
+        try:
+            import litellm
+        except ImportError as exc:
+            raise LLMNotInstalled() from exc
 
         litellm.suppress_debug_info = True  # it otherwise prints help banners on errors
     return litellm
 
 
+def client_installed() -> bool:
+    """Whether litellm can be imported, without importing it (that takes a second)."""
+    if "litellm" in sys.modules:
+        return sys.modules["litellm"] is not None
+    return importlib.util.find_spec("litellm") is not None
+
+
+def require_client() -> None:
+    """`LLMNotInstalled` before any work when a model is configured but litellm is not
+    there: the caller asked for the model, so falling back without it would hide that."""
+    if not client_installed():
+        raise LLMNotInstalled()
+
+
 def warm_up() -> threading.Thread | None:
     """Import litellm in a background thread, so the first model call does not pay for it
-    (start it before work that runs anyway, e.g. select). None if it is already loaded."""
-    if "litellm" in sys.modules:
+    (start it before work that runs anyway, e.g. select). None if it is already loaded or
+    not installed (the call itself then says so)."""
+    if "litellm" in sys.modules or not client_installed():
         return None
-    thread = threading.Thread(target=_litellm, name="vaultctx-llm-import", daemon=True)
+    thread = threading.Thread(target=_import_quietly, name="vaultctx-llm-import", daemon=True)
     thread.start()
     return thread
+
+
+def _import_quietly() -> None:
+    """`_litellm` for a background thread: a failure is the model call's to report."""
+    try:
+        _litellm()
+    except Exception as exc:  # a broken install: the call that needs it raises it again
+        log.debug("litellm did not import in the background: %s", exc)
 
 
 def complete(

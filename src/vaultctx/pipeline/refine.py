@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from ..errors import InvalidQuery, LLMError, LLMRateLimited, LLMTimeout
+from ..errors import InvalidQuery, LLMError, LLMNotInstalled, LLMRateLimited, LLMTimeout
 from ..permissions import Capability, Destination, destination_of
 from ..prompts import GateCandidate, gate_messages
 from ..storage.audit import AuditLog, AuditNote, sent_notes
@@ -307,6 +307,8 @@ class Refiner:
                 else replace(settings, audit_log=self.audit.path),
                 audit=audit,
             )
+        except LLMNotInstalled:
+            raise  # not the model failing: the install lacks what the caller asked for
         except LLMError as exc:
             failed = exc.record if isinstance(exc.record, CallRecord) else None
             if isinstance(exc, LLMTimeout):
