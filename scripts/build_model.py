@@ -11,7 +11,8 @@ deterministic: the full-precision graph from the package's safetensors weights
 and PROVENANCE.json (the source package and version, the tools' versions, the recipe, and the
 sha256 of every input and output).
 
-Why this recipe: see RECIPE's comment (storage/onnx_quantize.py); `benchmarks/model_quality.py` measures the candidates.
+Why this recipe: see RECIPE's comment (storage/onnx_quantize.py); `benchmarks/model_quality.py`
+measures the candidates.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ COPIED = (
     "sentence_bert_config.json",
     "1_Pooling/config.json",
 )
+
+
 def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:

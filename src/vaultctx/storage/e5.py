@@ -18,10 +18,11 @@ searched (`Embedder` adds them).
 from __future__ import annotations
 
 import json
+import mmap
 import struct
-from collections import deque
 import tempfile
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,7 +92,8 @@ class E5File:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.buffer = np.memmap(path, dtype=np.uint8, mode="r")
+        with open(path, "rb") as handle:
+            self.buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         data = self.buffer
         if bytes(data[:4]) != _MAGIC:
             raise ValueError(f"{path} is not an e5 model file")
@@ -140,12 +142,11 @@ class E5File:
     def array(self, name: str) -> np.ndarray:
         """A tensor of the file by its own name, fp32 (Q4_0 matrices dequantized)."""
         tensor = self.tensors[name]
-        raw = self.buffer[tensor.offset : tensor.offset + tensor.nbytes]
         if tensor.dtype == _FP32:
-            return np.frombuffer(raw, np.float32, tensor.count).copy()
+            return np.frombuffer(self.buffer, np.float32, tensor.count, tensor.offset).copy()
         if tensor.dtype != _Q4_0:
             raise ValueError(f"tensor {name} has an unknown type {tensor.dtype}")
-        blocks = np.frombuffer(raw, _Q4_BLOCK, tensor.count // _QK)
+        blocks = np.frombuffer(self.buffer, _Q4_BLOCK, tensor.count // _QK, tensor.offset)
         codes = blocks["qs"]  # byte j holds weight j (low nibble) and weight j + 16 (high)
         nibbles = np.concatenate([codes & 0x0F, codes >> 4], axis=1).astype(np.float32) - 8.0
         return (nibbles * blocks["d"].astype(np.float32)[:, None]).reshape(-1)
@@ -266,19 +267,27 @@ def precompiled_charsmap(mapping: dict[str, str]) -> bytes:
     the byte length of a darts-clone double array (u32), the array, then the replacements,
     each ended by a NUL; the array maps a key's UTF-8 bytes to its replacement's offset."""
     blob = bytearray()
-    trie: dict[str, Any] = {}
+    trie = _Node()
     for key in sorted(mapping):
         node = trie
         for byte in key.encode("utf-8"):
-            node = node.setdefault(byte, {})
-        node["value"] = len(blob)
+            node = node.children.setdefault(byte, _Node())
+        node.value = len(blob)
         blob += mapping[key].encode("utf-8") + b"\0"
     units = _double_array(trie)
     array = struct.pack(f"<{len(units)}I", *units)
     return struct.pack("<I", len(array)) + array + bytes(blob)
 
 
-def _double_array(trie: dict[str, Any]) -> list[int]:
+@dataclass
+class _Node:
+    """A node of a byte trie: its children by byte, and the value of the key it ends."""
+
+    children: dict[int, _Node] = field(default_factory=dict)
+    value: int | None = None
+
+
+def _double_array(trie: _Node) -> list[int]:
     """A darts-clone double array of a byte trie. A node's unit holds its label (the byte
     leading to it), whether it ends a key, and the offset (XORed with its position) of its
     children's block: child `c` sits at `position ^ offset ^ c`, a key's value at
@@ -288,11 +297,10 @@ def _double_array(trie: dict[str, Any]) -> list[int]:
     used[0] = 1
     bases: set[int] = set()
     start = 1
-    queue: deque[tuple[int, dict[str, Any]]] = deque([(0, trie)])
+    queue: deque[tuple[int, _Node]] = deque([(0, trie)])
     while queue:
         position, node = queue.popleft()
-        labels = sorted(k for k in node if k != "value")
-        wanted = ([0] if "value" in node else []) + labels
+        wanted = ([0] if node.value is not None else []) + sorted(node.children)
         free = start  # the first label's slot runs over the free slots, as darts-clone's does
         while True:
             if free >= len(used) or not used[free]:
@@ -316,11 +324,11 @@ def _double_array(trie: dict[str, Any]) -> list[int]:
             slot = base ^ label
             used[slot] = 1
             if label == 0:
-                units[slot] = int(node["value"]) | (1 << 31)
+                units[slot] = int(node.value or 0) | (1 << 31)
                 units[position] |= 1 << 8  # has a leaf
             else:
                 units[slot] = label
-                queue.append((slot, node[label]))
+                queue.append((slot, node.children[label]))
     return units
 
 
@@ -333,8 +341,14 @@ def source_identity(path: Path) -> list[object]:
     from .onnx_quantize import RECIPE
 
     stat = path.stat()
-    return [BUILD_VERSION, EXPORT_VERSION, RECIPE, str(path.resolve()), stat.st_size,
-            stat.st_mtime_ns]
+    return [
+        BUILD_VERSION,
+        EXPORT_VERSION,
+        RECIPE,
+        str(path.resolve()),
+        stat.st_size,
+        stat.st_mtime_ns,
+    ]
 
 
 def write_model(out: Path, source: Path, *, quantized: bool = True) -> None:
@@ -357,8 +371,18 @@ def write_model(out: Path, source: Path, *, quantized: bool = True) -> None:
         "config.json": config,
         "modules.json": [
             {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+            {
+                "idx": 1,
+                "name": "1",
+                "path": "1_Pooling",
+                "type": "sentence_transformers.models.Pooling",
+            },
+            {
+                "idx": 2,
+                "name": "2",
+                "path": "2_Normalize",
+                "type": "sentence_transformers.models.Normalize",
+            },
         ],
         "sentence_bert_config.json": {"max_seq_length": max_seq_length, "do_lower_case": False},
         "1_Pooling/config.json": {

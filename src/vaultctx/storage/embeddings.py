@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Mapping, Sequence
 
     from ..config import Config
-
     from .encoders import Encoder
 
 log = logging.getLogger(__name__)

@@ -90,7 +90,9 @@ def quantize(fp32_dir: Path, out_file: Path, recipe: dict[str, Any] = RECIPE) ->
     model = onnx.load(str(fp32_dir / MODEL_FILE))  # with its external weights
     if recipe.get("word_embeddings"):
         int8_rows(model, "word_embeddings")
-    for node in model.graph.node:  # the exporter leaves nodes unnamed; the quantizer selects by name
+    for (
+        node
+    ) in model.graph.node:  # the exporter leaves nodes unnamed; the quantizer selects by name
         node.name = node.name or node.output[0]
     wanted = set(recipe["quantized_projections"])
     nodes = [
