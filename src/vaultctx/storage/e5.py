@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import mmap
+import shutil
 import struct
-import tempfile
 from collections import deque
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -398,9 +398,13 @@ def write_model(out: Path, source: Path, *, quantized: bool = True) -> None:
     if not quantized:
         export(spec, out, weights)
         return
-    with tempfile.TemporaryDirectory(prefix="vaultctx-e5-", dir=out.parent) as temp:
-        export(spec, Path(temp), weights)
-        quantize(Path(temp), out / MODEL_FILE, RECIPE)
+    full = out / "fp32"  # inside `out`: whatever removes an unfinished folder removes it too
+    full.mkdir()
+    try:
+        export(spec, full, weights)
+        quantize(full, out / MODEL_FILE, RECIPE)
+    finally:
+        shutil.rmtree(full, ignore_errors=True)
     provenance = {
         "model": "intfloat/multilingual-e5-small",
         "license": "MIT",
