@@ -206,6 +206,9 @@ def whole_suite(args: argparse.Namespace, embedder) -> int:
     only = (lambda name: any(o in name for o in args.only)) if args.only else (lambda name: True)
     with contextlib.ExitStack() as stack:
         settings = postgres_settings(stack) if args.backend == "postgres" else None
+        if args.model and settings is None:
+            # the vault's own setting too: it decides the languages the model reads well
+            settings = {"embedding_model": args.model}
         rows = suite.run_suite(
             Path(args.workdir), embedder, small=args.small, only=only, log=lambda s: print(s),
             settings=settings,
@@ -250,7 +253,8 @@ def main() -> int:
     parser.add_argument(
         "--model",
         default=None,
-        help="embedding model (default: the bundled int8; all-MiniLM-L6-v2-fp32: full precision)",
+        help="embedding model (default: the bundled int8; all-MiniLM-L6-v2-fp32: full precision;"
+        " multilingual-e5-small: the multilingual extra)",
     )
     args = parser.parse_args()
 

@@ -16,13 +16,22 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .errors import ConfigError
 
 CONFIG_DIRNAME = ".vaultctx"
 CONFIG_FILENAME = "config.toml"
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+# the multilingual model of the `multilingual` extra (storage/e5.py): it reads every language
+MULTILINGUAL_EMBEDDING_MODEL = "multilingual-e5-small"
 
 
 Language = Literal[
@@ -52,6 +61,20 @@ class Config(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _multilingual_reads_every_language(cls, values: Any) -> Any:
+        """The multilingual model's vector list counts at full weight in every language,
+        unless `embedding_languages` says otherwise."""
+        if (
+            isinstance(values, dict)
+            and "embedding_languages" not in values
+            and str(values.get("embedding_model", "")).lower()
+            == MULTILINGUAL_EMBEDDING_MODEL.lower()
+        ):
+            return {**values, "embedding_languages": ("*",)}
+        return values
+
     @field_validator("embedding_languages", mode="before")
     @classmethod
     def _languages_from_text(cls, value: Any) -> Any:
@@ -62,7 +85,8 @@ class Config(BaseModel):
 
     embedding_model: str = Field(
         DEFAULT_EMBEDDING_MODEL,
-        description="sentence-transformers model name or path; the default ships with vaultctx",
+        description="sentence-transformers model name or path; the default ships with vaultctx,"
+        f" {MULTILINGUAL_EMBEDDING_MODEL!r} (every language) comes with the multilingual extra",
     )
     embedding_backend: Literal["auto", "onnx", "torch"] = Field(
         "auto",
@@ -77,7 +101,8 @@ class Config(BaseModel):
     embedding_languages: tuple[str, ...] = Field(
         ("en",),
         description="languages the embedding model reads well (ISO 639-1 codes, comma"
-        " separated, or '*' for a multilingual model); in others its list counts for less",
+        " separated, or '*' for a multilingual model; '*' by default for"
+        f" {MULTILINGUAL_EMBEDDING_MODEL}); in others its list counts for less",
     )
     language: Language | None = Field(
         None,

@@ -285,7 +285,7 @@ def test_the_full_precision_model_folder_is_exportable() -> None:
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        ({"model_type": "roberta"}, "not a BERT model"),
+        ({"model_type": "roberta"}, "not a BERT or XLM-RoBERTa model"),
         ({"hidden_act": "relu"}, "activation"),
         ({"position_embedding_type": "relative_key"}, "relative position"),
     ],

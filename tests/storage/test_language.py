@@ -3,6 +3,7 @@ vault's `language` setting, and an index from before languages were read."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -291,6 +292,51 @@ def test_embedding_languages_are_set_as_a_list_from_the_cli_or_the_environment(
     assert 'embedding_languages = ["en", "de"]' in (root / ".vaultctx/config.toml").read_text()
     monkeypatch.setenv("VAULTCTX_EMBEDDING_LANGUAGES", "*")
     assert load_config(root).embedding_languages == ("*",)
+
+
+def test_the_multilingual_model_reads_every_language_unless_told_otherwise(make_vault):
+    root = make_vault({"a.md": "# A\n"})
+    assert load_config(root).embedding_languages == ("en",)
+    CliRunner().invoke(cli, ["config", "embedding_model", "multilingual-e5-small", "-V", str(root)])
+    assert load_config(root).embedding_languages == ("*",)
+    CliRunner().invoke(cli, ["config", "embedding_languages", "de", "-V", str(root)])
+    assert load_config(root).embedding_languages == ("de",)
+
+
+SPANISH_NOTES = {
+    f"Notas/{name}.md": f"# {name}\n\n{SENTENCES['es']} {extra}\n"
+    for name, extra in (
+        ("Sincronizar", "Los cambios llegan a cada dispositivo en segundos."),
+        ("Temas", "Un tema cambia la apariencia de la aplicación con CSS."),
+        ("Plugins", "Los complementos añaden funciones que la aplicación no trae."),
+    )
+} | {"Notes/Sync.md": f"# Sync\n\n{SENTENCES['en']}\n"}
+
+
+def test_status_and_index_suggest_the_multilingual_model_when_most_notes_are_not_english(
+    make_vault,
+):
+    root = make_vault(SPANISH_NOTES)
+    indexed = CliRunner().invoke(cli, ["index", str(root), "--no-embed"])
+    assert indexed.exit_code == 0, indexed.output
+    suggestion = next(line for line in indexed.stdout.splitlines() if "Suggestion" in line)
+    assert "3 of 4 notes" in suggestion and "es 3" in suggestion
+    assert "vaultctx config embedding_model multilingual-e5-small" in suggestion
+    status = CliRunner().invoke(cli, ["status", str(root)])
+    assert "multilingual-e5-small" in status.stdout
+    CliRunner().invoke(cli, ["config", "embedding_model", "multilingual-e5-small", "-V", str(root)])
+    status = CliRunner().invoke(cli, ["status", str(root), "--json"])
+    assert json.loads(status.stdout)["model_suggestion"] is None
+
+
+def test_a_vault_mostly_in_english_gets_no_model_suggestion(make_vault):
+    root = make_vault(
+        {f"Notes/{i}.md": f"# Note {i}\n\n{SENTENCES['en']}\n" for i in range(3)}
+        | {"Notas/Uno.md": f"# Uno\n\n{SENTENCES['es']}\n"}
+    )
+    indexed = CliRunner().invoke(cli, ["index", str(root), "--no-embed", "--json"])
+    assert json.loads(indexed.stdout)["status"]["model_suggestion"] is None
+    assert "Suggestion" not in CliRunner().invoke(cli, ["index", str(root)]).stdout
 
 
 def as_schema_7_left_it(root: Path) -> Path:

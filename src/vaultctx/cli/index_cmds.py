@@ -133,6 +133,8 @@ def index(vault: str, no_embed: bool, from_database: bool, as_json: bool) -> Non
         f"{status.blocks} blocks, {status.links} links ({status.dangling_links} dangling), "
         f"{status.tags} tags, {status.vectors} vectors · {human_bytes(status.index_bytes)}"
     )
+    if status.model_suggestion:
+        console.print(f"Suggestion: {escape(status.model_suggestion)}", soft_wrap=True)
 
 
 @cli.command()
@@ -172,6 +174,8 @@ def status(vault: str, as_json: bool) -> None:
             or "—",
         ),
     ]
+    if st.model_suggestion:
+        rows.append(("suggestion", st.model_suggestion))
     if st.watch_error:
         rows.append(("watcher error", f"{st.watch_error_at}: {st.watch_error}"))
     for key, value in rows:

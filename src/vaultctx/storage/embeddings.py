@@ -8,6 +8,11 @@ once and cached by `onnx_cache` (the `export` extra). The backend is chosen once
 `auto` (the default) takes ONNX Runtime for every model the exporter covers and
 sentence-transformers on torch (the `torch` extra) for the rest; `onnx` and `torch` insist on
 one. `torch` for the default name runs the full-precision weights.
+
+`multilingual-e5-small` (the `multilingual` extra) is the second packaged model: written once
+from the weights its package ships into the ONNX cache (`storage/e5.py`), int8 like the
+default, on ONNX Runtime only. It reads every language, and wants `query: ` before a question
+and `passage: ` before the text searched: `encode_query` and `encode` add them.
 """
 
 from __future__ import annotations
@@ -20,12 +25,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..config import DEFAULT_EMBEDDING_MODEL
+from ..config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
 from ..errors import EmbeddingUnavailable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
+    from ..config import Config
     from .encoders import Encoder
 
 log = logging.getLogger(__name__)
@@ -44,6 +50,33 @@ _DEFAULT_NAMES = {
     f"sentence-transformers/{DEFAULT_EMBEDDING_MODEL}".lower(),
 }
 _FULL_PRECISION_NAMES = {FULL_PRECISION_MODEL.lower()}
+_MULTILINGUAL_NAMES = {MULTILINGUAL_EMBEDDING_MODEL.lower()}
+
+
+def is_multilingual(name: str) -> bool:
+    """The name is the packaged multilingual model's."""
+    return name.lower() in _MULTILINGUAL_NAMES
+
+
+def model_suggestion(languages: Mapping[str, int], config: Config) -> str | None:
+    """What `status` and `index` suggest when most notes whose language is known are in
+    languages the embedding model does not read well (`embedding_languages`): the
+    multilingual model, which reads them. None otherwise."""
+    if "*" in config.embedding_languages:
+        return None
+    known = {lang: n for lang, n in languages.items() if lang and lang != "unread"}
+    other = {lang: n for lang, n in known.items() if lang not in config.embedding_languages}
+    if sum(other.values()) * 2 <= sum(known.values()):
+        return None
+    from .e5 import INSTALL_HINT, installed
+
+    most = ", ".join(f"{lang} {n}" for lang, n in sorted(other.items(), key=lambda i: -i[1])[:3])
+    install = "" if installed() else f"{INSTALL_HINT}, then "
+    return (
+        f"{sum(other.values())} of {sum(known.values())} notes are in languages"
+        f" {config.embedding_model} does not read well ({most}); the multilingual model reads"
+        f" them: {install}vaultctx config embedding_model {MULTILINGUAL_EMBEDDING_MODEL}"
+    )
 
 
 def model_id(name: str, backend: str = "auto") -> str:
@@ -52,6 +85,10 @@ def model_id(name: str, backend: str = "auto") -> str:
     index embedded by one is embedded again by the other, never mixed. The full-precision
     model gives the same vectors on either backend, so its identity does not name the backend."""
     key = name.lower()
+    if key in _MULTILINGUAL_NAMES:
+        from .e5 import MODEL_ID
+
+        return MODEL_ID
     if key in _DEFAULT_NAMES and backend != "torch":
         return BUNDLED_MODEL_ID
     if key in _DEFAULT_NAMES or key in _FULL_PRECISION_NAMES:
@@ -93,6 +130,11 @@ class Embedder:
         self.model_id = model_id(name, backend)
         self.batch_size = batch_size
         self.backend = backend
+        self.query_prefix, self.passage_prefix = "", ""
+        if is_multilingual(name):
+            from .e5 import PASSAGE_PREFIX, QUERY_PREFIX
+
+            self.query_prefix, self.passage_prefix = QUERY_PREFIX, PASSAGE_PREFIX
         self._encoder: Encoder | None = None
         self._lock = threading.Lock()
 
@@ -124,6 +166,8 @@ class Embedder:
 
     def _create(self) -> Encoder:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        if is_multilingual(self.name):
+            return self._create_multilingual()
         location = _model_location(self.name, self.backend)
         try:
             if self.backend != "torch":
@@ -153,11 +197,31 @@ class Embedder:
         except Exception as exc:  # any loader failure means: no vectors, say why
             raise EmbeddingUnavailable(f"cannot load embedding model {self.name!r}: {exc}") from exc
 
+    def _create_multilingual(self) -> Encoder:
+        if self.backend == "torch":
+            raise EmbeddingUnavailable(
+                f"{self.name} runs on ONNX Runtime only: set embedding_backend to auto or onnx"
+            )
+        from .e5 import load_encoder
+
+        try:
+            return load_encoder()
+        except EmbeddingUnavailable:
+            raise
+        except Exception as exc:  # any loader failure means: no vectors, say why
+            raise EmbeddingUnavailable(f"cannot load embedding model {self.name!r}: {exc}") from exc
+
     def encode(self, texts: Sequence[str], *, batch_size: int | None = None) -> np.ndarray:
-        """Embed texts; returns an (n, dim) contiguous float32 array of unit vectors."""
+        """Embed texts searched (blocks, memories); returns an (n, dim) contiguous float32
+        array of unit vectors."""
+        return self._encode(texts, self.passage_prefix, batch_size)
+
+    def _encode(self, texts: Sequence[str], prefix: str, batch_size: int | None) -> np.ndarray:
         encoder = self._load()
         if not texts:
             return np.zeros((0, encoder.dim), dtype=np.float32)
+        if prefix:
+            texts = [prefix + text for text in texts]
         try:
             vectors = encoder.encode(texts, batch_size or self.batch_size)
         except Exception as exc:
@@ -168,4 +232,4 @@ class Embedder:
         """One text, on the calling thread (ONNX) or one torch thread: a query never waits for
         a second core that an editor or an indexer keeps busy, and select wants that core
         for FTS5 meanwhile."""
-        return self.encode([text])[0]
+        return self._encode([text], self.query_prefix, None)[0]

@@ -2,7 +2,9 @@
 
 `<cache>/onnx/<model>-<key>/` holds `model.onnx`, its weights file and `manifest.json`. The
 key hashes the exporter version and the identity (path, size, mtime) of the files the graph
-is made from, so another model, a reinstalled one or a new exporter gets a new folder. An
+is made from, so another model, a reinstalled one or a new exporter gets a new folder. A
+model vaultctx writes whole from another source (the multilingual model, `storage/e5.py`) is
+kept the same way by `load_written`: its folder holds the graph, the tokenizer and configs. An
 export is written in a temporary folder and renamed into place only when complete, so a
 killed process leaves a temporary folder that nothing trusts, never a half-written export.
 Each load checks the files against the manifest and the model's vector for a fixed probe
@@ -20,12 +22,16 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import EmbeddingUnavailable
 from .encoders import OnnxEncoder
-from .onnx_export import DATA_FILE, EXPORT_VERSION, MODEL_FILE, SentenceModelSpec, export
+from .onnx_export import EXPORT_VERSION, SentenceModelSpec, export, read_spec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -54,32 +60,64 @@ def export_key(spec: SentenceModelSpec) -> str:
 
 
 def export_dir(spec: SentenceModelSpec, label: str) -> Path:
+    return _folder(label, export_key(spec))
+
+
+def _folder(label: str, key: str) -> Path:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", label.rsplit("/", 1)[-1]).strip("-.") or "model"
-    return cache_root() / "onnx" / f"{slug}-{export_key(spec)}"
+    return cache_root() / "onnx" / f"{slug}-{key}"
 
 
 def load_encoder(spec: SentenceModelSpec, label: str) -> OnnxEncoder:
     """An encoder on the cached export of `spec`, exporting it first if it is missing or
     damaged."""
-    final = export_dir(spec, label)
+    return _load(
+        export_dir(spec, label),
+        lambda temp: _export(spec, temp),
+        lambda folder: OnnxEncoder(spec, folder),
+    )
+
+
+def load_written(label: str, identity: list[object], write: Callable[[Path], None]) -> OnnxEncoder:
+    """An encoder on a model folder that `write(folder)` makes whole (graph, `tokenizer.json`,
+    the sentence-transformers configs) and that depends on `identity` only; written once."""
+    key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:20]
+    return _load(_folder(label, key), write, lambda folder: OnnxEncoder(read_spec(folder), folder))
+
+
+def _load(
+    final: Path, write: Callable[[Path], None], open_: Callable[[Path], OnnxEncoder]
+) -> OnnxEncoder:
     if (final / MANIFEST).is_file():
         try:
-            return _open_checked(spec, final)
+            return _open_checked(final, open_)
         except Exception as exc:  # whatever is wrong with the files, a new export repairs it
             log.warning("cached ONNX model %s is damaged (%s); exporting it again", final, exc)
             _discard(final)
     elif final.exists():
         _discard(final)  # no manifest: not an export that finished
-    return _build(spec, final)
+    return _build(final, write, open_)
 
 
-def _open_checked(spec: SentenceModelSpec, folder: Path) -> OnnxEncoder:
+def _export(spec: SentenceModelSpec, temp: Path) -> None:
+    try:
+        export(spec, temp)
+    except ImportError as exc:  # the default install runs the bundled model only
+        raise EmbeddingUnavailable(
+            f"exporting {spec.folder} to ONNX needs onnx and safetensors:"
+            f" pip install 'vaultctx[export]' ({exc})"
+        ) from exc
+    except Exception as exc:  # a bad weights file, a full disk: no vectors, say why
+        raise EmbeddingUnavailable(f"cannot export {spec.folder} to ONNX: {exc}") from exc
+
+
+def _open_checked(folder: Path, open_: Callable[[Path], OnnxEncoder]) -> OnnxEncoder:
     manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     for name, size in manifest["files"].items():
         actual = (folder / name).stat().st_size
         if actual != size:
             raise ValueError(f"{name} has {actual} bytes, the export wrote {size}")
-    encoder = OnnxEncoder(spec, folder)
+    encoder = open_(folder)
     expected = np.asarray(manifest["probe"], dtype=np.float32)
     cosine = float(encoder.encode([PROBE_TEXT])[0] @ expected)
     if not cosine >= PROBE_MIN_COSINE:  # NaN weights give a NaN cosine
@@ -87,35 +125,35 @@ def _open_checked(spec: SentenceModelSpec, folder: Path) -> OnnxEncoder:
     return encoder
 
 
-def _build(spec: SentenceModelSpec, final: Path) -> OnnxEncoder:
+def _build(
+    final: Path, write: Callable[[Path], None], open_: Callable[[Path], OnnxEncoder]
+) -> OnnxEncoder:
     final.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(final)
     temp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
     try:
         started = time.perf_counter()
         try:
-            export(spec, temp)
-        except ImportError as exc:  # the default install runs the bundled model only
-            raise EmbeddingUnavailable(
-                f"exporting {spec.folder} to ONNX needs onnx and safetensors:"
-                f" pip install 'vaultctx[export]' ({exc})"
-            ) from exc
+            write(temp)
+        except EmbeddingUnavailable:
+            raise
         except Exception as exc:  # a bad weights file, a full disk: no vectors, say why
-            raise EmbeddingUnavailable(f"cannot export {spec.folder} to ONNX: {exc}") from exc
-        encoder = OnnxEncoder(spec, temp)  # maps the weights: the rename below keeps them
+            raise EmbeddingUnavailable(f"cannot write {final.name} for ONNX: {exc}") from exc
+        encoder = open_(temp)  # maps the weights: the rename below keeps them
         probe = encoder.encode([PROBE_TEXT])[0]
-        files = {name: (temp / name).stat().st_size for name in (MODEL_FILE, DATA_FILE)}
+        written = sorted(p for p in temp.rglob("*") if p.is_file())
+        files = {p.relative_to(temp).as_posix(): p.stat().st_size for p in written}
         manifest = {"files": files, "probe": probe.tolist()}
         (temp / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
-        for name in (MODEL_FILE, DATA_FILE, MANIFEST):
-            _fsync(temp / name)
+        for path in [*written, temp / MANIFEST]:
+            _fsync(path)
         try:
             temp.rename(final)  # the commit point
         except OSError:  # another process published the same export first: ours is as good
             shutil.rmtree(temp, ignore_errors=True)
         else:
             _fsync(final.parent)
-        log.info("exported %s to ONNX in %.1f s", spec.folder, time.perf_counter() - started)
+        log.info("exported %s to ONNX in %.1f s", final.name, time.perf_counter() - started)
         return encoder
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)

@@ -10,9 +10,13 @@ them instead of copying, and the 47 MB word-embedding table stays mostly on disk
 A folder that already holds its graph (`model.onnx` and no weights: the int8 model bundled
 with vaultctx, `storage/model/`) is read the same way and run as it is, never exported.
 
-Only what vaultctx can vouch for is exported — a BERT encoder with absolute positions, mean or
-CLS pooling, optional Normalize; `read_spec` says why anything else is not (the torch backend
-still runs it).
+Only what vaultctx can vouch for is exported — a BERT or XLM-RoBERTa encoder with absolute
+positions, mean or CLS pooling, optional Normalize; `read_spec` says why anything else is not
+(the torch backend still runs it). XLM-RoBERTa differs from BERT, for this graph, only in its
+position ids: they count from `pad_token_id + 1` over the real tokens, so with padding on the
+right the graph reads the position table from that row on. Weights may also come from another
+source than safetensors (`export(..., weights=)`: the multilingual model's 4-bit file,
+`storage/e5.py`).
 """
 
 from __future__ import annotations
@@ -21,15 +25,29 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Iterable
 
 EXPORT_VERSION = 1  # bump when the graph changes: cached exports are rebuilt
 OPSET = 18
 DATA_ALIGNMENT = 4096  # ONNX Runtime maps external data whose offset is page-aligned
 MODEL_FILE = "model.onnx"
 DATA_FILE = "model.onnx.data"
+
+
+MODEL_TYPES = ("bert", "xlm-roberta")
+
+
+class WeightSource(Protocol):
+    """Named weight arrays by their Hugging Face names: a safetensors handle, or a reader."""
+
+    def keys(self) -> Iterable[str]: ...
+
+    def get_tensor(self, name: str) -> np.ndarray: ...
 
 
 class UnsupportedModel(Exception):
@@ -71,8 +89,8 @@ def read_spec(folder: Path) -> SentenceModelSpec:
     if modules[0].get("path"):
         raise UnsupportedModel("the transformer is not at the folder's root")
     config = _read_json(folder / "config.json")
-    if not isinstance(config, dict) or config.get("model_type") != "bert":
-        raise UnsupportedModel("not a BERT model")
+    if not isinstance(config, dict) or config.get("model_type") not in MODEL_TYPES:
+        raise UnsupportedModel("not a BERT or XLM-RoBERTa model")
     if config.get("position_embedding_type", "absolute") != "absolute":
         raise UnsupportedModel("relative position embeddings")
     if config.get("hidden_act") != "gelu":
@@ -100,18 +118,18 @@ def read_spec(folder: Path) -> SentenceModelSpec:
     )
 
 
-def export(spec: SentenceModelSpec, out_dir: Path) -> None:
-    """Write `model.onnx` and its weights file `model.onnx.data` into `out_dir`."""
+def export(spec: SentenceModelSpec, out_dir: Path, weights: WeightSource | None = None) -> None:
+    """Write `model.onnx` and its weights file `model.onnx.data` into `out_dir`, from
+    `weights`, else from the folder's `model.safetensors`."""
     import onnx
-    from safetensors import safe_open
 
-    with (
-        safe_open(str(spec.folder / "model.safetensors"), framework="np") as weights,
-        open(out_dir / DATA_FILE, "wb") as data,
-    ):
-        builder = _GraphBuilder(weights, data)
-        graph = builder.bert(spec)
-        data.flush()
+    if weights is None:
+        from safetensors import safe_open
+
+        with safe_open(str(spec.folder / "model.safetensors"), framework="np") as handle:
+            graph = _graph(spec, handle, out_dir)
+    else:
+        graph = _graph(spec, weights, out_dir)
     model = onnx.helper.make_model(
         graph,
         opset_imports=[onnx.helper.make_opsetid("", OPSET)],
@@ -122,13 +140,22 @@ def export(spec: SentenceModelSpec, out_dir: Path) -> None:
     onnx.checker.check_model(str(out_dir / MODEL_FILE))  # by path: it finds the data file
 
 
+def _graph(spec: SentenceModelSpec, weights: WeightSource, out_dir: Path) -> Any:
+    with open(out_dir / DATA_FILE, "wb") as data:
+        graph = _GraphBuilder(weights, data).bert(spec)
+        data.flush()
+    return graph
+
+
 class _GraphBuilder:
     """Emits nodes and initializers; large weights are appended to the data file."""
 
-    def __init__(self, weights: Any, data: BinaryIO) -> None:
+    def __init__(self, weights: WeightSource, data: BinaryIO) -> None:
         self.weights = weights
         names = weights.keys()  # a safetensors file handle, not a dict
-        self.prefix = "bert." if any(k.startswith("bert.") for k in names) else ""
+        self.prefix = next(
+            (p for p in ("bert.", "roberta.") if any(k.startswith(p) for k in names)), ""
+        )
         self.data = data
         self.nodes: list[Any] = []
         self.initializers: list[Any] = []
@@ -202,6 +229,8 @@ class _GraphBuilder:
             [self.const("word_embeddings", w("embeddings.word_embeddings.weight")), "input_ids"],
         )
         positions = w("embeddings.position_embeddings.weight")
+        if cfg["model_type"] == "xlm-roberta":  # position ids from pad_token_id + 1 on
+            positions = positions[int(cfg["pad_token_id"]) + 1 :]
         positions = positions + w("embeddings.token_type_embeddings.weight")[0]
         seq_len = self.node("Shape", ["input_ids"], start=1, end=2)
         position_rows = self.node(

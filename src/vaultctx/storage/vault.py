@@ -21,7 +21,7 @@ from ..errors import NoteNotFound, NotIndexed, VaultNotFound
 from .backend import Backend, backend_kind, open_backend
 from .books import MemoryBook
 from .db import IndexDatabase, WriterLock
-from .embeddings import Embedder
+from .embeddings import Embedder, model_suggestion
 from .graph import build_graph
 from .index_reads import IndexReads
 from .indexer import Indexer, IndexReport, Progress
@@ -55,6 +55,8 @@ class IndexStatus:
     languages: dict[str, int] = field(default_factory=dict)
     watch_error: str | None = None  # the last failure of a watcher, until a run works again
     watch_error_at: str | None = None
+    # The multilingual model, when most notes are in languages the model does not read well.
+    model_suggestion: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -211,6 +213,7 @@ class Vault:
         watch_error = json.loads(self.db.get_meta(WATCH_ERROR_KEY) or "{}")
         counts = reads.index_counts(model, self.config.language)
         return IndexStatus(
+            model_suggestion=model_suggestion(counts.get("languages", {}), self.config),
             vault=str(self.root),
             # where the index is read from: the database (its password left out), or the file
             index_path=self.backend.location,
