@@ -229,15 +229,19 @@ class Workspace:
         embed: bool | None = None,
         progress: Progress | None = None,
         paths: list[str] | None = None,
+        reembed_seconds: float | None = None,
     ) -> IndexReport:
         """Bring the index up to date with the vault; only changed notes are re-parsed.
 
         `embed=False` indexes text and links only. `paths` limits the run to those
         vault-relative files (created, edited or deleted), as a file watcher reports them.
-        With a `database_url`, memory and sessions too: the first run moves this host's
-        memories into the team's books and its agent sessions into the database, every run
-        brings the memories up to date."""
-        report = self._vault.index(embed=embed, progress=progress, paths=paths)
+        `reembed_seconds` bounds a run's work on a model switch (`Vault.index`). With a
+        `database_url`, memory and sessions too: the first run moves this host's memories
+        into the team's books and its agent sessions into the database, every run brings the
+        memories up to date."""
+        report = self._vault.index(
+            embed=embed, progress=progress, paths=paths, reembed_seconds=reembed_seconds
+        )
         if report.published is not None:
             from .agent import move_sessions  # the agent layer: only with a database
 

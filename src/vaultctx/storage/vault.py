@@ -27,6 +27,7 @@ from .index_reads import IndexReads
 from .indexer import Indexer, IndexReport, Progress
 from .people import People
 from .sessions import SessionStore
+from .vector_models import Meta, VectorModels, embedder_of
 from .watch import WATCH_ERROR_KEY, VaultWatcher
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class IndexStatus:
     tags: int
     aliases: int
     vectors: int
-    model: str | None
+    model: str | None  # the model whose vectors answer (and whose encoder reads the query)
     index_bytes: int
     last_indexed: str | None
     notes_with_problems: int
@@ -53,6 +54,10 @@ class IndexStatus:
     # Notes by the language they are read in: "" too short to tell, "unread" not yet indexed
     # by a vaultctx that reads languages.
     languages: dict[str, int] = field(default_factory=dict)
+    # The configured model while the index switches to it (`vector_models`), and the blocks
+    # that have its vector so far: it answers once they are all the blocks.
+    pending_model: str | None = None
+    pending_vectors: int = 0
     watch_error: str | None = None  # the last failure of a watcher, until a run works again
     watch_error_at: str | None = None
 
@@ -141,11 +146,14 @@ class Vault:
         embed: bool | None = None,
         progress: Progress | None = None,
         paths: list[str] | None = None,
+        reembed_seconds: float | None = None,
     ) -> IndexReport:
         """Bring the index up to date with the vault; only changed notes are re-parsed.
 
         `embed=False` indexes text and links only. `paths` limits the run to those
         vault-relative files (created, edited or deleted), as a file watcher reports them.
+        While the index switches to the configured model (`vector_models`), a run spends
+        at most `reembed_seconds` on its vectors (None: until the switch).
         """
         do_embed = self.config.embed if embed is None else embed
         with self._writing():
@@ -158,6 +166,8 @@ class Vault:
                 workers=self.config.index_workers,
                 language=self.config.language,
                 fulltext=self.backend.fulltext,
+                answering_embedder=lambda model: self.answering_embedder(model, self.db.get_meta),
+                reembed_seconds=reembed_seconds,
             )
             return self.backend.index(indexer, self.db, paths)
 
@@ -201,19 +211,41 @@ class Vault:
 
     # --- reading -------------------------------------------------------------------------
 
+    def answering_embedder(self, model: str, meta: Meta | None = None) -> Embedder | None:
+        """The encoder of `model`'s vectors: the configured one, or the one they were made
+        with (`vector_models.embedder_of`, read from `meta`: the index's by default)."""
+        if model == self.embedder.model_id:
+            return self.embedder
+        return embedder_of(model, meta or self.reads.meta, self.config.embedding_backend)
+
+    def query_model(self, reads: IndexReads | None = None) -> tuple[str, Embedder] | None:
+        """The model whose vectors answer in `reads` (default: the whole index) and the
+        encoder the query is embedded with; None when there are no vectors to query."""
+        reads = self.reads if reads is None else reads
+        model = VectorModels.of(reads.meta).answering
+        if model is None:
+            return None
+        embedder = self.answering_embedder(model, reads.meta)
+        return None if embedder is None else (model, embedder)
+
     def status(self, reads: IndexReads | None = None) -> IndexStatus:
         """What `vaultctx status` shows, counted in `reads` (a reader's view; default: the
         whole index)."""
         reads = self.reads if reads is None else reads
-        model = reads.meta("embedding_model")
+        models = VectorModels.of(reads.meta)
         last = reads.meta("last_indexed")
         watch_error = json.loads(self.db.get_meta(WATCH_ERROR_KEY) or "{}")
-        counts = reads.index_counts(model, self.config.language)
+        counts = reads.index_counts(models.answering, self.config.language)
+        pending_vectors = 0
+        if models.pending is not None:
+            pending_vectors = reads.index_counts(models.pending, self.config.language)["vectors"]
         return IndexStatus(
             vault=str(self.root),
             # where the index is read from: the database (its password left out), or the file
             index_path=self.backend.location,
-            model=model,
+            model=models.answering,
+            pending_model=models.pending,
+            pending_vectors=pending_vectors,
             index_bytes=self.db.size_bytes(),
             last_indexed=_iso(float(last)) if last else None,
             watch_error=watch_error.get("error"),

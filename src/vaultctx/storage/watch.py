@@ -29,9 +29,11 @@ from ..errors import VaultctxError
 from .db import IndexDatabase
 from .indexer import IndexReport
 from .scanner import IGNORE_FILENAME, excluded, is_hidden, is_note_path, is_utf8, load_ignore_spec
+from .vector_models import VectorModels
 
 if TYPE_CHECKING:
     from ..config import Config
+    from .embeddings import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,9 @@ _TICK_MS = 200  # idle wake-up: proves the watch is live, retries a failed run (
 _READY_TIMEOUT_S = 10.0
 _MAX_BACKOFF_S = 30.0
 _POLL_S = 1.0  # while the OS watch cannot run: look for changes this often
+# A run's share of a model switch's vectors (`vector_models`): a saved note waits at most
+# about this long for the run before it, while the old vectors keep answering meanwhile.
+REEMBED_SLICE_S = 2.0
 WATCH_ERROR_KEY = "watch_error"
 """Index meta: the last failure of a watcher ({"at", "error"} JSON), for `status` in any
 process; cleared by the watcher's next run that works."""
@@ -62,9 +67,14 @@ class WatchedVault(Protocol):
     root: Path
     config: Config
     db: IndexDatabase
+    embedder: Embedder
 
     def index(
-        self, *, embed: bool | None = None, paths: list[str] | None = None
+        self,
+        *,
+        embed: bool | None = None,
+        paths: list[str] | None = None,
+        reembed_seconds: float | None = None,
     ) -> IndexReport: ...
 
 
@@ -107,6 +117,9 @@ class VaultWatcher:
         self._watch_error: str | None = None  # why the OS watch cannot run, while it cannot
         self._error_recorded = bool(vault.db.get_meta(WATCH_ERROR_KEY))  # by an earlier watcher
         self._retry_at = 0.0  # time.monotonic() before which a failed run waits
+        # A model switch has vectors left to make: runs go on, a slice each, with no save.
+        answering = VectorModels.of(vault.db.get_meta).answering
+        self._vectors_left = answering not in (None, vault.embedder.model_id)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -176,7 +189,7 @@ class VaultWatcher:
             self._watch_failures, self._watch_error = 0, None
             batch = self.classify(path for _, path in changes)
             pending = ChangeSet(pending.paths | batch.paths, pending.full or batch.full)
-            if pending and time.monotonic() >= self._retry_at:
+            if (pending or self._vectors_left) and time.monotonic() >= self._retry_at:
                 pending = self._index(pending)
         return pending
 
@@ -204,11 +217,16 @@ class VaultWatcher:
         self.indexing = True
         try:
             # Text first, so the edit is searchable at once; then the vectors of new blocks,
-            # which may take long when a whole vault still needs embedding.
-            paths = None if changes.full else sorted(changes.paths)
-            self._report(self._run_index(embed=False, paths=paths))
+            # which may take long when a whole vault still needs embedding (a model switch
+            # takes a slice per run).
+            if changes:
+                paths = None if changes.full else sorted(changes.paths)
+                self._report(self._run_index(embed=False, paths=paths))
+            self._vectors_left = False
             if embed:
-                self._report(self._run_index(embed=True, paths=[]))
+                report = self._run_index(embed=True, paths=[], reembed_seconds=REEMBED_SLICE_S)
+                self._vectors_left = report.reembed_left > 0
+                self._report(report)
         except VaultctxError as exc:  # typically IndexLocked: another process is indexing
             self.last_error = str(exc)
             return changes
@@ -239,7 +257,7 @@ class VaultWatcher:
     def _report(self, report: IndexReport) -> None:
         self.last_error = report.embed_error or self._watch_error
         self.runs += 1
-        if self.on_index is not None and (report.changed or report.embedded):
+        if self.on_index is not None and (report.changed or report.embedded or report.switched_to):
             self.on_index(report)
 
     # --- events → paths ------------------------------------------------------------------

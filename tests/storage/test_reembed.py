@@ -1,0 +1,223 @@
+"""A change of embedding model: the old vectors keep answering, with the old model's encoder
+for the query, while the new model's are made; the index switches in one step when they
+cover every block, and a killed run goes on where it stopped (`storage/vector_models.py`).
+
+Two real models: the bundled int8 all-MiniLM-L6-v2 and the same weights in full precision,
+which give other vectors and so have another identity."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import generated_vault, query
+from vaultctx import Workspace
+from vaultctx.storage import indexer as indexer_module
+from vaultctx.storage import watch as watch_module
+from vaultctx.storage.embeddings import (
+    BUNDLED_MODEL_ID,
+    FULL_PRECISION_MODEL,
+    FULL_PRECISION_MODEL_ID,
+    Embedder,
+)
+from vaultctx.storage.vector_models import PENDING_KEY
+
+pytestmark = pytest.mark.slow
+
+QUESTION = "keeping the colony from leaving"
+
+
+@pytest.fixture(scope="module")
+def full_precision() -> Embedder:
+    model = Embedder(FULL_PRECISION_MODEL, backend="onnx")
+    model.encode(["warm up"])
+    return model
+
+
+@pytest.fixture
+def small_batches(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Batches of 64 blocks: the example vault's 256 blocks take four."""
+    monkeypatch.setattr(indexer_module, "_EMBED_BATCH", 64)
+    return 64
+
+
+def models_stored(root: Path) -> dict[str, int]:
+    rows = query(
+        root / ".vaultctx" / "index.db", "SELECT model, count(*) FROM embeddings GROUP BY 1"
+    )
+    return dict(rows)
+
+
+def ranking(ws: Workspace, text: str = QUESTION) -> list[tuple[str, float]]:
+    return [(c.id, round(c.score, 6)) for c in ws.select(text, k=8).candidates]
+
+
+def test_a_model_switch_answers_with_the_old_vectors_at_every_step_then_with_the_new(
+    example_vault: Path, embedder, full_precision, small_batches
+) -> None:
+    with Workspace.open(example_vault, embedder=embedder) as ws:
+        ws.index()
+        before = ranking(ws)
+        related_before = [c.id for c in ws.related("Varroa mites", k=5).candidates]
+    steps = []
+    with Workspace.open(example_vault, embedder=full_precision) as ws:
+        while True:
+            report = ws.index(reembed_seconds=0)  # one batch of the new model per run
+            status = ws.status()
+            selection = ws.select(QUESTION, k=8)
+            steps.append((report.reembedded, status.pending_vectors, report.switched_to))
+            if report.switched_to:
+                break
+            assert (status.model, status.pending_model) == (
+                BUNDLED_MODEL_ID,
+                FULL_PRECISION_MODEL_ID,
+            )
+            assert status.vectors == status.blocks, "the old model's set stays whole"
+            assert selection.diagnostics["retrieval_path"] == "hybrid"
+            assert selection.diagnostics["vector_model"] == BUNDLED_MODEL_ID
+            # The old vectors, queried with the old model's encoder: the same answers.
+            assert ranking(ws) == before
+            assert [c.id for c in ws.related("Varroa mites", k=5).candidates] == related_before
+        after = ws.select(QUESTION, k=8)
+        status = ws.status()
+    blocks = status.blocks
+    assert [pending for _, pending, _ in steps[:-1]] == [64 * i for i in range(1, len(steps))]
+    assert len(steps) == -(-blocks // 64) and steps[-1][2] == FULL_PRECISION_MODEL_ID
+    assert (status.model, status.pending_model) == (FULL_PRECISION_MODEL_ID, None)
+    assert status.vectors == blocks and status.pending_vectors == 0
+    assert models_stored(example_vault) == {FULL_PRECISION_MODEL_ID: blocks}, "old vectors dropped"
+    assert after.diagnostics["vector_model"] == FULL_PRECISION_MODEL_ID
+    assert after.diagnostics["vector_hits"] > 0
+
+
+def test_a_note_saved_during_a_switch_gets_vectors_of_both_models(
+    example_vault: Path, embedder, full_precision, small_batches
+) -> None:
+    with Workspace.open(example_vault, embedder=embedder) as ws:
+        ws.index()
+    note = example_vault / "Inbox" / "Swarm lure.md"
+    with Workspace.open(example_vault, embedder=full_precision) as ws:
+        ws.index(reembed_seconds=0)
+        note.write_text("# Swarm lure\n\nLemongrass oil in a bait hive draws scouts.\n")
+        report = ws.index(reembed_seconds=0)
+        status = ws.status()
+        selection = ws.select("an oil that attracts scouting bees", k=3)
+        assert (status.model, status.vectors) == (BUNDLED_MODEL_ID, status.blocks)
+        assert report.embedded == 1, "the new block's vector of the answering model"
+        assert selection.diagnostics["vector_model"] == BUNDLED_MODEL_ID
+        assert selection.candidates[0].path == "Inbox/Swarm lure.md"
+        while not ws.index(reembed_seconds=0).switched_to:
+            pass
+        assert ws.select("an oil that attracts scouting bees", k=3).candidates[0].path == (
+            "Inbox/Swarm lure.md"
+        )
+
+
+def test_an_index_with_no_model_change_never_records_a_pending_model(
+    example_vault: Path, embedder
+) -> None:
+    with Workspace.open(example_vault, embedder=embedder) as ws:
+        first = ws.index()
+        (example_vault / "Home.md").write_text("# Home\n\nA new start page.\n")
+        second = ws.index()
+        status = ws.status()
+    assert (first.reembedded, second.reembedded, second.embedded) == (0, 0, 1)
+    assert status.pending_model is None
+    assert not query(
+        example_vault / ".vaultctx" / "index.db", "SELECT 1 FROM meta WHERE key = ?", PENDING_KEY
+    )
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "vaultctx", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def test_a_switch_killed_midway_goes_on_where_it_stopped(
+    tmp_path: Path, embedder, full_precision
+) -> None:
+    vault = generated_vault(tmp_path / "vault", 500)
+    db_path = vault / ".vaultctx" / "index.db"
+    with Workspace.open(vault, embedder=embedder) as ws:
+        ws.index()
+        blocks = ws.status().blocks
+    run_cli("config", "--vault", str(vault), "embedding_model", FULL_PRECISION_MODEL)
+
+    def new_vectors() -> int:
+        return models_stored(vault).get(FULL_PRECISION_MODEL_ID, 0)
+
+    proc = subprocess.Popen([sys.executable, "-m", "vaultctx", "index", str(vault)])
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None:
+            with contextlib.suppress(sqlite3.Error):
+                if new_vectors() > 0:
+                    break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the switch finished before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    made = new_vectors()
+    assert 0 < made < blocks, "the kill should land mid-switch"
+    status = json.loads(run_cli("status", str(vault), "--json").stdout)
+    assert (status["model"], status["vectors"]) == (BUNDLED_MODEL_ID, blocks)
+    assert (status["pending_model"], status["pending_vectors"]) == (FULL_PRECISION_MODEL_ID, made)
+    text = run_cli("status", str(vault)).stdout
+    assert f"{made} of {blocks} blocks embedded" in text
+    with Workspace.open(vault, embedder=full_precision) as ws:
+        assert ws.select("apiary log number 7", k=5).diagnostics["vector_model"] == BUNDLED_MODEL_ID
+        report = ws.index()
+        status_after = ws.status()
+    assert report.reembedded == blocks - made, "the next run makes only what is missing"
+    assert report.switched_to == FULL_PRECISION_MODEL_ID
+    assert (status_after.model, status_after.vectors) == (FULL_PRECISION_MODEL_ID, blocks)
+    assert models_stored(vault) == {FULL_PRECISION_MODEL_ID: blocks}
+    assert not query(db_path, "SELECT value FROM meta WHERE key = ? AND value != ''", PENDING_KEY)
+
+
+def test_the_watcher_switches_in_slices_while_select_keeps_answering(
+    example_vault: Path, embedder, full_precision, small_batches, monkeypatch
+) -> None:
+    monkeypatch.setattr(watch_module, "REEMBED_SLICE_S", 0.0)
+    with Workspace.open(example_vault, embedder=embedder) as ws:
+        ws.index()
+    seen: list[tuple[str | None, int]] = []
+    answered: set[str] = set()
+    with Workspace.open(example_vault, embedder=full_precision) as ws:
+        watcher = ws.watch(catch_up=False)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            status = ws.status()
+            seen.append((status.pending_model, status.pending_vectors))
+            selection = ws.select(QUESTION, k=3)
+            assert selection.diagnostics["vector_hits"] > 0, "the vector list answers throughout"
+            answered.add(selection.diagnostics["vector_model"])
+            if status.model == FULL_PRECISION_MODEL_ID:
+                break
+            time.sleep(0.05)
+        runs = watcher.runs
+        watcher.stop()
+    assert status.model == FULL_PRECISION_MODEL_ID, "the watcher finished the switch by itself"
+    assert answered == {BUNDLED_MODEL_ID, FULL_PRECISION_MODEL_ID}
+    progress = [done for pending, done in seen if pending == FULL_PRECISION_MODEL_ID]
+    assert progress and progress == sorted(progress)
+    assert runs >= 4, "a slice per run: four batches of 64"
