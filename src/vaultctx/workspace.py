@@ -317,9 +317,10 @@ class Workspace:
                     )  # fmt: skip
         return self._memory
 
-    def _embed_query(self, text: str) -> Any:
-        """A query vector from the select's warm embedder cache (memory shares it)."""
-        return self._selector.embed_query(text)
+    def _embed_query(self, text: str, embedder: Embedder) -> Any:
+        """A query vector from the select's warm embedder cache (memory shares it), by
+        `embedder`: memory's, whose model may answer no more after a switch of models."""
+        return self._selector.embed_query(text, embedder)
 
     def select(
         self,
@@ -674,6 +675,12 @@ class Workspace:
             on_index=on_index,
             index=self.index,
         )
+
+    def switch_in_background(self) -> threading.Thread | None:
+        """Complete a change of embedding model in a daemon thread while queries keep
+        answering with the old vectors (`Vault.switch_in_background`); for a process that
+        does not watch the vault. `close()` stops it."""
+        return self._vault.switch_in_background(index=self.index)
 
     # --- lifecycle -----------------------------------------------------------------------
 

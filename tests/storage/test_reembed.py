@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from conftest import generated_vault, query
+from server_helpers import config_dir_fixture  # noqa: F401
 from vaultctx import Workspace
 from vaultctx.storage import indexer as indexer_module
-from vaultctx.storage import watch as watch_module
+from vaultctx.storage import vault as vault_module
 from vaultctx.storage.embeddings import (
     BUNDLED_MODEL_ID,
     FULL_PRECISION_MODEL,
@@ -34,6 +35,7 @@ from vaultctx.storage.vector_models import PENDING_KEY
 pytestmark = pytest.mark.slow
 
 QUESTION = "keeping the colony from leaving"
+ONE_BATCH = 1e-9  # seconds of a model switch per run: the batch that passes them
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +73,7 @@ def test_a_model_switch_answers_with_the_old_vectors_at_every_step_then_with_the
     steps = []
     with Workspace.open(example_vault, embedder=full_precision) as ws:
         while True:
-            report = ws.index(reembed_seconds=0)  # one batch of the new model per run
+            report = ws.index(reembed_seconds=ONE_BATCH)  # one batch of the new model per run
             status = ws.status()
             selection = ws.select(QUESTION, k=8)
             steps.append((report.reembedded, status.pending_vectors, report.switched_to))
@@ -106,16 +108,16 @@ def test_a_note_saved_during_a_switch_gets_vectors_of_both_models(
         ws.index()
     note = example_vault / "Inbox" / "Swarm lure.md"
     with Workspace.open(example_vault, embedder=full_precision) as ws:
-        ws.index(reembed_seconds=0)
+        ws.index(reembed_seconds=ONE_BATCH)
         note.write_text("# Swarm lure\n\nLemongrass oil in a bait hive draws scouts.\n")
-        report = ws.index(reembed_seconds=0)
+        report = ws.index(reembed_seconds=ONE_BATCH)
         status = ws.status()
         selection = ws.select("an oil that attracts scouting bees", k=3)
         assert (status.model, status.vectors) == (BUNDLED_MODEL_ID, status.blocks)
-        assert report.embedded == 1, "the new block's vector of the answering model"
+        assert report.embedded - report.reembedded == 1, "its vector of the answering model"
         assert selection.diagnostics["vector_model"] == BUNDLED_MODEL_ID
         assert selection.candidates[0].path == "Inbox/Swarm lure.md"
-        while not ws.index(reembed_seconds=0).switched_to:
+        while not ws.index(reembed_seconds=ONE_BATCH).switched_to:
             pass
         assert ws.select("an oil that attracts scouting bees", k=3).candidates[0].path == (
             "Inbox/Swarm lure.md"
@@ -194,16 +196,19 @@ def test_a_switch_killed_midway_goes_on_where_it_stopped(
     assert not query(db_path, "SELECT value FROM meta WHERE key = ? AND value != ''", PENDING_KEY)
 
 
-def test_the_watcher_switches_in_slices_while_select_keeps_answering(
+def test_the_watcher_completes_a_switch_beside_saved_notes_while_select_keeps_answering(
     example_vault: Path, embedder, full_precision, small_batches, monkeypatch
 ) -> None:
-    monkeypatch.setattr(watch_module, "REEMBED_SLICE_S", 0.0)
+    monkeypatch.setattr(vault_module, "REEMBED_SLICE_S", ONE_BATCH)
     with Workspace.open(example_vault, embedder=embedder) as ws:
         ws.index()
+    note = example_vault / "Inbox" / "Swarm lure.md"
+    lure = "an oil that attracts scouting bees"
     seen: list[tuple[str | None, int]] = []
     answered: set[str] = set()
+    found_during_switch = False
     with Workspace.open(example_vault, embedder=full_precision) as ws:
-        watcher = ws.watch(catch_up=False)
+        watcher = ws.watch(catch_up=False)  # nothing saved: the switch starts by itself
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             status = ws.status()
@@ -211,13 +216,135 @@ def test_the_watcher_switches_in_slices_while_select_keeps_answering(
             selection = ws.select(QUESTION, k=3)
             assert selection.diagnostics["vector_hits"] > 0, "the vector list answers throughout"
             answered.add(selection.diagnostics["vector_model"])
+            if status.pending_model and not note.exists():
+                note.write_text("# Swarm lure\n\nLemongrass oil in a bait hive draws scouts.\n")
+            if status.pending_model and note.exists():
+                top = ws.select(lure, k=1)
+                found_during_switch |= top.candidates[0].path == "Inbox/Swarm lure.md" and (
+                    top.diagnostics["vector_model"] == BUNDLED_MODEL_ID
+                )
             if status.model == FULL_PRECISION_MODEL_ID:
                 break
             time.sleep(0.05)
-        runs = watcher.runs
+        last = ws.select(lure, k=1)
         watcher.stop()
-    assert status.model == FULL_PRECISION_MODEL_ID, "the watcher finished the switch by itself"
+    assert status.model == FULL_PRECISION_MODEL_ID, "the switch finished with no command"
     assert answered == {BUNDLED_MODEL_ID, FULL_PRECISION_MODEL_ID}
     progress = [done for pending, done in seen if pending == FULL_PRECISION_MODEL_ID]
     assert progress and progress == sorted(progress)
-    assert runs >= 4, "a slice per run: four batches of 64"
+    assert found_during_switch, "the saved note was found by the old vectors meanwhile"
+    assert last.candidates[0].path == "Inbox/Swarm lure.md"
+    assert last.diagnostics["vector_model"] == FULL_PRECISION_MODEL_ID
+
+
+def test_a_team_database_answers_with_the_old_vectors_until_the_switch_is_published(
+    example_vault: Path, tmp_path: Path, postgres_url, embedder, full_precision, small_batches
+) -> None:
+    from conftest import copy_vault
+    from vaultctx.storage.postgres.schema import connect
+
+    other = copy_vault(example_vault, tmp_path / "host-b" / "notes")
+    team = {"database_url": postgres_url}
+
+    def database_models() -> set[str]:
+        with connect(postgres_url) as pg:
+            return {m for (m,) in pg.execute("SELECT DISTINCT model FROM embeddings")}
+
+    with Workspace.open(example_vault, team, embedder=embedder) as host:
+        host.index()
+    # A host of the team configured for the new model already: it answers as the database does.
+    settings = {**team, "index_dir": str(other.parent / "index")}
+    with Workspace.open(other, {**settings, "embedding_model": FULL_PRECISION_MODEL}) as reader:
+        before = ranking(reader)
+        made = 0
+        with Workspace.open(example_vault, team, embedder=full_precision) as host:
+            while not (report := host.index(reembed_seconds=ONE_BATCH)).switched_to:
+                assert report.published is not None
+                made += report.reembedded
+                status = reader.status()
+                assert (status.model, status.pending_model) == (
+                    BUNDLED_MODEL_ID,
+                    FULL_PRECISION_MODEL_ID,
+                )
+                assert status.pending_vectors == made
+                assert database_models() == {BUNDLED_MODEL_ID, FULL_PRECISION_MODEL_ID}
+                selection = reader.select(QUESTION, k=8)
+                assert selection.diagnostics["vector_model"] == BUNDLED_MODEL_ID
+                assert ranking(reader) == before
+        status = reader.status()
+        selection = reader.select(QUESTION, k=8)
+    assert (status.model, status.pending_model) == (FULL_PRECISION_MODEL_ID, None)
+    assert status.vectors == status.blocks
+    assert database_models() == {FULL_PRECISION_MODEL_ID}, "the old vectors left the database"
+    assert selection.diagnostics["vector_model"] == FULL_PRECISION_MODEL_ID
+
+
+def switching_vault(vault: Path, embedder, full_precision) -> int:
+    """`vault` indexed with the bundled model, then configured for the full-precision one,
+    with the first batch of the new vectors made: a switch under way. Its blocks."""
+    with Workspace.open(vault, embedder=embedder) as ws:
+        ws.index()
+    run_cli("config", "--vault", str(vault), "embedding_model", FULL_PRECISION_MODEL)
+    with Workspace.open(vault, embedder=full_precision) as ws:
+        assert ws.index(reembed_seconds=ONE_BATCH).reembed_left > 0
+        return ws.status().blocks
+
+
+def test_a_server_that_does_not_watch_completes_the_switch_while_it_answers(
+    example_vault: Path, embedder, full_precision, small_batches, monkeypatch, config_dir
+) -> None:
+    from server_helpers import call
+    from vaultctx.server.run import LocalServer
+
+    monkeypatch.setattr(vault_module, "REEMBED_SLICE_S", ONE_BATCH)
+    switching_vault(example_vault, embedder, full_precision)
+    statuses, answered = [], set()
+    with Workspace.open(example_vault) as ws, LocalServer(ws, watch=False, warm=False) as server:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            code, _, status = call(server, "GET", "/status")
+            assert code == 200
+            statuses.append(status)
+            code, _, selection = call(server, "POST", "/select", {"query": QUESTION, "k": 3})
+            assert code == 200 and selection["diagnostics"]["vector_hits"] > 0
+            answered.add(selection["diagnostics"]["vector_model"])
+            if status["model"] == FULL_PRECISION_MODEL_ID:
+                break
+            time.sleep(0.05)
+    assert statuses[0]["pending_model"] == FULL_PRECISION_MODEL_ID
+    assert 0 < statuses[0]["pending_vectors"] < statuses[0]["blocks"]
+    assert statuses[-1]["model"] == FULL_PRECISION_MODEL_ID, "switched with no watcher"
+    assert (statuses[-1]["pending_model"], statuses[-1]["pending_vectors"]) == (None, 0)
+    assert answered == {BUNDLED_MODEL_ID, FULL_PRECISION_MODEL_ID}
+
+
+def test_the_mcp_server_completes_the_switch_while_its_tools_answer(
+    example_vault: Path, embedder, full_precision, small_batches
+) -> None:
+    import anyio
+
+    from server_helpers import run_session
+
+    blocks = switching_vault(example_vault, embedder, full_precision)
+
+    async def steps(client) -> list[str]:
+        answered = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            result = await client.call_tool("select", {"query": QUESTION, "k": 3})
+            assert not result.is_error
+            answered.append(result.structured_content["diagnostics"]["vector_model"])
+            if models_stored(example_vault) == {FULL_PRECISION_MODEL_ID: blocks}:
+                break
+            await anyio.sleep(0.1)
+        answered.append(
+            (await client.call_tool("select", {"query": QUESTION, "k": 3})).structured_content[
+                "diagnostics"
+            ]["vector_model"]
+        )
+        return answered
+
+    answered = run_session(example_vault, steps)
+    assert answered[0] == BUNDLED_MODEL_ID
+    assert answered[-1] == FULL_PRECISION_MODEL_ID, "switched with no watcher"
+    assert models_stored(example_vault) == {FULL_PRECISION_MODEL_ID: blocks}

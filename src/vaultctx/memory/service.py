@@ -130,7 +130,7 @@ class MemoryService:
     def for_vault(
         cls,
         vault: Vault,
-        embed_query: Callable[[str], np.ndarray] | None = None,
+        embed_query: Callable[[str, Embedder], np.ndarray] | None = None,
         *,
         scope: ReadScope | None = None,
         person: Person | None = None,
@@ -160,7 +160,9 @@ class MemoryService:
             vault.db.path.parent / MEMORY_DB,
             vault_scope=str(vault.root),
             embedder=embedder if vectors else None,
-            embed_query=embed_query if vectors else None,
+            embed_query=(
+                (lambda text: embed_query(text, embedder)) if vectors and embed_query else None
+            ),
             half_lives=tier_half_lives(cfg),
             rrf_k=cfg.rrf_k,
             extractor=(

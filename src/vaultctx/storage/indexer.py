@@ -64,9 +64,10 @@ class IndexReport:
     deleted: int = 0
     blocks_written: int = 0
     links_resolved: int = 0
-    embedded: int = 0  # vectors of the model that answers
-    # While the index switches models (`vector_models`): the configured model's vectors
-    # made, the blocks it still lacks after this run, and the model switched to, if it did.
+    embedded: int = 0
+    # While the index switches models (`vector_models`): how many of the vectors embedded
+    # are the configured model's, the blocks it still lacks after this run, and the model
+    # switched to, if it did.
     reembedded: int = 0
     reembed_left: int = 0
     switched_to: str | None = None
@@ -120,7 +121,8 @@ class Indexer:
 
         `answering_embedder(model id)` opens the encoder of the model whose vectors answer
         when `embedder` is another: its vectors are kept whole while the configured model's
-        are made, `reembed_seconds` of them per run at most (None: all of them)."""
+        are made, `reembed_seconds` of them per run at most (None: all of them; 0: none, as
+        a run beside `Vault.switch_in_background` leaves them to it)."""
         self.root = root
         self.language = language
         self.fulltext = fulltext
@@ -219,7 +221,8 @@ class Indexer:
         )
         if self.embedder is not None:
             self._embed(report)
-            if report.embedded or report.switched_to:
+            # The pending model's vectors change no answer until the switch.
+            if report.embedded > report.reembedded or report.switched_to:
                 self._mark_indexed(changed=True, links_of=())
         report.elapsed_ms = (time.perf_counter() - started) * 1000
         return report
@@ -485,7 +488,7 @@ class Indexer:
             old = self.answering_embedder(answering) if self.answering_embedder else None
         if old is None:  # no vectors to keep answering with: fill in and answer as they come
             try:
-                self._fill(self.embedder, "embed", report, "embedded", answering=True)
+                self._fill(self.embedder, "embed", report, answering=True)
             except Exception as exc:  # EmbeddingUnavailable or a model crash: text stays
                 report.embed_error = str(exc)
                 return
@@ -497,12 +500,13 @@ class Indexer:
         # The answering set stays whole: an edited note is found by its new text. A model
         # that cannot run any more leaves its vectors serving what they cover.
         with contextlib.suppress(Exception):
-            self._fill(old, "embed", report, "embedded")
-        try:
-            self._fill(self.embedder, "reembed", report, "reembedded", seconds=self.reembed_seconds)
-        except Exception as exc:
-            report.embed_error = str(exc)
-            return
+            self._fill(old, "embed", report)
+        if self.reembed_seconds != 0:
+            try:
+                self._fill(self.embedder, "reembed", report, seconds=self.reembed_seconds)
+            except Exception as exc:
+                report.embed_error = str(exc)
+                return
         report.reembed_left = self._missing_count(model)
         if report.reembed_left == 0:
             self._switch(model)
@@ -532,15 +536,15 @@ class Indexer:
         embedder: Embedder,
         phase: str,
         report: IndexReport,
-        count: str,
         *,
         answering: bool = False,
         seconds: float | None = None,
     ) -> None:
         """Embed, with `embedder`, the blocks its model has no vector for, a batch per
-        transaction (a killed run keeps every batch it finished), counted in `report`'s
-        field `count`; stop after the batch that passes `seconds`. With `answering`, the
-        meta names this model as the one whose vectors answer, with each batch."""
+        transaction (a killed run keeps every batch it finished), counted in `report` (as
+        `reembedded` too in the 'reembed' phase); stop after the batch that passes
+        `seconds`. With `answering`, the meta names this model as the one whose vectors
+        answer, with each batch."""
         model = embedder.model_id
         missing = (
             self.db.connect()
@@ -576,7 +580,9 @@ class Indexer:
                     # is stored even if the run is killed before the last batch.
                     IndexDatabase.set_meta(wconn, ANSWERING_KEY, model)
             made += len(batch)
-            setattr(report, count, getattr(report, count) + len(batch))
+            report.embedded += len(batch)
+            if phase == "reembed":
+                report.reembedded += len(batch)
             self.progress(phase, made, len(items))
             if deadline is not None and time.monotonic() >= deadline:
                 break

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ..config import CONFIG_DIRNAME, Config, load_config
-from ..errors import NoteNotFound, NotIndexed, VaultNotFound
+from ..errors import IndexLocked, NoteNotFound, NotIndexed, VaultctxError, VaultNotFound
 from .backend import Backend, backend_kind, open_backend
 from .books import MemoryBook
 from .db import IndexDatabase, WriterLock
@@ -32,6 +34,14 @@ from .watch import WATCH_ERROR_KEY, VaultWatcher
 
 if TYPE_CHECKING:
     import networkx as nx
+
+log = logging.getLogger(__name__)
+_SWITCH_JOIN_S = 30.0  # a slice and the batch it ends on, on a slow machine
+_LOCKED_RETRY_S = 1.0
+BACKGROUND_NICE = 10
+# A background run's share of a model switch (`Vault.switch_in_background`): a saved note
+# waits at most about this long (and the batch it ends on) for the writer lock.
+REEMBED_SLICE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -100,6 +110,8 @@ class Vault:
         self._write_lock = threading.Lock()
         self._graph_cache: tuple[str | None, nx.DiGraph] | None = None
         self._watchers: list[VaultWatcher] = []
+        self._switching: threading.Thread | None = None
+        self._stop_switching = threading.Event()
 
     @property
     def reads(self) -> IndexReads:
@@ -153,7 +165,7 @@ class Vault:
         `embed=False` indexes text and links only. `paths` limits the run to those
         vault-relative files (created, edited or deleted), as a file watcher reports them.
         While the index switches to the configured model (`vector_models`), a run spends
-        at most `reembed_seconds` on its vectors (None: until the switch).
+        at most `reembed_seconds` on its vectors (None: until the switch; 0: none).
         """
         do_embed = self.config.embed if embed is None else embed
         with self._writing():
@@ -285,7 +297,8 @@ class Vault:
         on_index: Callable[[IndexReport], None] | None = None,
         index: Callable[..., IndexReport] | None = None,
     ) -> VaultWatcher:
-        """Re-index notes as they are saved, in a background thread, while queries run.
+        """Re-index notes as they are saved, in a background thread, while queries run; a
+        change of embedding model is completed beside it (`switch_in_background`).
 
         Returns the started watcher; call its `stop()` (or `close()` this vault). With
         `catch_up`, edits made while nothing watched are indexed first. `on_index(report)`
@@ -299,17 +312,56 @@ class Vault:
             catch_up=catch_up,
             on_index=on_index,
             index=index,
+            switch=lambda: self.switch_in_background(index),
         )
         self._watchers.append(watcher)
         return watcher.start()
 
+    def switch_in_background(
+        self, index: Callable[..., IndexReport] | None = None
+    ) -> threading.Thread | None:
+        """While the index answers with another model than the configured one, make the
+        configured model's vectors in a daemon thread, a slice per run (`REEMBED_SLICE_S`),
+        until the switch: what a process that does not watch the vault (the MCP server)
+        does instead of a watcher. `index` is what a run calls instead of `self.index`.
+        None when there is nothing to switch (or embedding is off)."""
+        answering = VectorModels.of(self.db.get_meta).answering
+        if not self.config.embed or answering in (None, self.embedder.model_id):
+            return None
+        if self._switching is None:
+            run = self.index if index is None else index
+            self._switching = threading.Thread(
+                target=self._switch, args=(run,), name="vaultctx-switch", daemon=True
+            )
+            self._switching.start()
+        return self._switching
+
+    def _switch(self, run: Callable[..., IndexReport]) -> None:
+        background_priority()
+        while not self._stop_switching.is_set():
+            try:
+                report = run(embed=True, paths=[], reembed_seconds=REEMBED_SLICE_S)
+            except IndexLocked:  # another process indexes (and may switch): ask again later
+                self._stop_switching.wait(_LOCKED_RETRY_S)
+                continue
+            except VaultctxError as exc:
+                log.warning("switching embedding models stopped: %s", exc)
+                return
+            if report.embed_error or not report.reembed_left:
+                return
+
     # --- lifecycle -----------------------------------------------------------------------
 
     def stop_watching(self) -> None:
-        """Stop every watcher this vault started."""
+        """Stop every watcher this vault started, and a switch of models in the background."""
         for watcher in self._watchers:
             watcher.stop()
         self._watchers.clear()
+        if self._switching is not None:
+            self._stop_switching.set()
+            self._switching.join(_SWITCH_JOIN_S)
+            self._switching = None
+            self._stop_switching.clear()
 
     def close(self) -> None:
         self.stop_watching()
@@ -353,6 +405,14 @@ def resolve_note(reads: IndexReads, note: str, root: Path) -> tuple[str, int]:
     if found := reads.find_note("alias", wanted, True):
         return found
     raise note_not_found(note, root)
+
+
+def background_priority() -> None:
+    """Lower this thread's CPU priority (Linux: a thread's own nice value, inherited by the
+    threads it starts, such as the encoder's workers): work nobody waits for yields the
+    cores to the queries that run beside it, and takes them whole when they are idle."""
+    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
 
 
 def _iso(timestamp: float) -> str:

@@ -29,11 +29,9 @@ from ..errors import VaultctxError
 from .db import IndexDatabase
 from .indexer import IndexReport
 from .scanner import IGNORE_FILENAME, excluded, is_hidden, is_note_path, is_utf8, load_ignore_spec
-from .vector_models import VectorModels
 
 if TYPE_CHECKING:
     from ..config import Config
-    from .embeddings import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +40,6 @@ _TICK_MS = 200  # idle wake-up: proves the watch is live, retries a failed run (
 _READY_TIMEOUT_S = 10.0
 _MAX_BACKOFF_S = 30.0
 _POLL_S = 1.0  # while the OS watch cannot run: look for changes this often
-# A run's share of a model switch's vectors (`vector_models`): a saved note waits at most
-# about this long for the run before it, while the old vectors keep answering meanwhile.
-REEMBED_SLICE_S = 2.0
 WATCH_ERROR_KEY = "watch_error"
 """Index meta: the last failure of a watcher ({"at", "error"} JSON), for `status` in any
 process; cleared by the watcher's next run that works."""
@@ -67,7 +62,6 @@ class WatchedVault(Protocol):
     root: Path
     config: Config
     db: IndexDatabase
-    embedder: Embedder
 
     def index(
         self,
@@ -94,15 +88,19 @@ class VaultWatcher:
         catch_up: bool = True,
         on_index: Callable[[IndexReport], None] | None = None,
         index: Callable[..., IndexReport] | None = None,
+        switch: Callable[[], object] | None = None,
     ) -> None:
         """`index`: what a run calls instead of `vault.index` (the workspace's, which also
-        brings a team's memories up to date)."""
+        brings a team's memories up to date). `switch` starts making the configured model's
+        vectors in the background when the index answers with another's
+        (`Vault.switch_in_background`): a run of the watcher leaves that work to it."""
         self.vault = vault
         self._run_index = vault.index if index is None else index
         self.embed = embed
         self.debounce_ms = debounce_ms
         self.catch_up = catch_up
         self.on_index = on_index
+        self._switch = switch
         self.last_error: str | None = None
         self.runs = 0
         self.indexing = False  # a run is under way: an editor says "indexing"
@@ -117,9 +115,6 @@ class VaultWatcher:
         self._watch_error: str | None = None  # why the OS watch cannot run, while it cannot
         self._error_recorded = bool(vault.db.get_meta(WATCH_ERROR_KEY))  # by an earlier watcher
         self._retry_at = 0.0  # time.monotonic() before which a failed run waits
-        # A model switch has vectors left to make: runs go on, a slice each, with no save.
-        answering = VectorModels.of(vault.db.get_meta).answering
-        self._vectors_left = answering not in (None, vault.embedder.model_id)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -151,6 +146,9 @@ class VaultWatcher:
     # --- the loop ------------------------------------------------------------------------
 
     def _run(self) -> None:
+        embed = self.vault.config.embed if self.embed is None else self.embed
+        if embed and self._switch is not None:
+            self._switch()  # a change of model left under way, whatever is saved
         pending = ChangeSet(frozenset(), full=self.catch_up)
         while not self._stop.is_set():
             try:
@@ -189,7 +187,7 @@ class VaultWatcher:
             self._watch_failures, self._watch_error = 0, None
             batch = self.classify(path for _, path in changes)
             pending = ChangeSet(pending.paths | batch.paths, pending.full or batch.full)
-            if (pending or self._vectors_left) and time.monotonic() >= self._retry_at:
+            if pending and time.monotonic() >= self._retry_at:
                 pending = self._index(pending)
         return pending
 
@@ -217,16 +215,15 @@ class VaultWatcher:
         self.indexing = True
         try:
             # Text first, so the edit is searchable at once; then the vectors of new blocks,
-            # which may take long when a whole vault still needs embedding (a model switch
-            # takes a slice per run).
-            if changes:
-                paths = None if changes.full else sorted(changes.paths)
-                self._report(self._run_index(embed=False, paths=paths))
-            self._vectors_left = False
+            # which may take long when a whole vault still needs embedding. A change of
+            # model is `switch`'s work, beside these runs.
+            paths = None if changes.full else sorted(changes.paths)
+            self._report(self._run_index(embed=False, paths=paths))
             if embed:
-                report = self._run_index(embed=True, paths=[], reembed_seconds=REEMBED_SLICE_S)
-                self._vectors_left = report.reembed_left > 0
+                report = self._run_index(embed=True, paths=[], reembed_seconds=0)
                 self._report(report)
+                if report.reembed_left and self._switch is not None:
+                    self._switch()
         except VaultctxError as exc:  # typically IndexLocked: another process is indexing
             self.last_error = str(exc)
             return changes
@@ -257,7 +254,8 @@ class VaultWatcher:
     def _report(self, report: IndexReport) -> None:
         self.last_error = report.embed_error or self._watch_error
         self.runs += 1
-        if self.on_index is not None and (report.changed or report.embedded or report.switched_to):
+        answers_changed = report.embedded > report.reembedded or report.switched_to
+        if self.on_index is not None and (report.changed or answers_changed):
             self.on_index(report)
 
     # --- events → paths ------------------------------------------------------------------
