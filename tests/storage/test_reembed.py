@@ -348,3 +348,18 @@ def test_the_mcp_server_completes_the_switch_while_its_tools_answer(
     assert answered[0] == BUNDLED_MODEL_ID
     assert answered[-1] == FULL_PRECISION_MODEL_ID, "switched with no watcher"
     assert models_stored(example_vault) == {FULL_PRECISION_MODEL_ID: blocks}
+
+
+def test_memory_is_embedded_and_searched_by_the_model_that_answers_during_a_switch(
+    example_vault: Path, embedder, full_precision, small_batches
+) -> None:
+    with Workspace.open(example_vault, embedder=embedder) as ws:
+        ws.index()
+    with Workspace.open(example_vault, embedder=full_precision) as ws:
+        ws.index(reembed_seconds=ONE_BATCH)
+        ws.memory.add("Marta prefers to inspect the apiary at dawn.")
+        ws.memory.flush()
+        found = ws.memory.search("early morning hive visits", k=3)  # no word in common
+        assert [m.text for m in found][:1] == ["Marta prefers to inspect the apiary at dawn."]
+        assert ws.memory.embedder is not None
+        assert ws.memory.embedder.model_id == BUNDLED_MODEL_ID
