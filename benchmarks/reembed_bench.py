@@ -66,7 +66,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=120)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
-        "--nice", type=int, help="the switch thread's nice value (default: vaultctx's own)"
+        "--nice", type=int, help="nice levels the switch thread takes below the process's"
     )
     args = parser.parse_args()
     offline_env()

@@ -408,11 +408,14 @@ def resolve_note(reads: IndexReads, note: str, root: Path) -> tuple[str, int]:
 
 
 def background_priority() -> None:
-    """Lower this thread's CPU priority (Linux: a thread's own nice value, inherited by the
-    threads it starts, such as the encoder's workers): work nobody waits for yields the
-    cores to the queries that run beside it, and takes them whole when they are idle."""
+    """Lower this thread's CPU priority by `BACKGROUND_NICE` below the process's (Linux: a
+    thread's own nice value, inherited by the threads it starts, such as the encoder's
+    workers): work nobody waits for yields the cores to the queries that run beside it, and
+    takes them whole when they are idle."""
     with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+        thread = threading.get_native_id()
+        nice = os.getpriority(os.PRIO_PROCESS, thread) + BACKGROUND_NICE
+        os.setpriority(os.PRIO_PROCESS, thread, min(nice, 19))
 
 
 def _iso(timestamp: float) -> str:
