@@ -363,3 +363,14 @@ def test_memory_is_embedded_and_searched_by_the_model_that_answers_during_a_swit
         assert [m.text for m in found][:1] == ["Marta prefers to inspect the apiary at dawn."]
         assert ws.memory.embedder is not None
         assert ws.memory.embedder.model_id == BUNDLED_MODEL_ID
+
+
+def test_vaultctx_index_says_when_it_switched(
+    example_vault: Path, embedder, full_precision, small_batches
+) -> None:
+    blocks = switching_vault(example_vault, embedder, full_precision)
+    out = run_cli("index", str(example_vault)).stdout
+    assert f"Switched to {FULL_PRECISION_MODEL_ID}: {blocks - 64} blocks embedded for it" in out
+    assert json.loads(run_cli("status", str(example_vault), "--json").stdout)["model"] == (
+        FULL_PRECISION_MODEL_ID
+    )
