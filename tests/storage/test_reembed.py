@@ -374,3 +374,16 @@ def test_vaultctx_index_says_when_it_switched(
     assert json.loads(run_cli("status", str(example_vault), "--json").stdout)["model"] == (
         FULL_PRECISION_MODEL_ID
     )
+
+
+def test_setting_the_old_model_back_ends_the_switch_and_drops_the_new_vectors(
+    example_vault: Path, embedder, full_precision, small_batches
+) -> None:
+    blocks = switching_vault(example_vault, embedder, full_precision)
+    assert models_stored(example_vault)[FULL_PRECISION_MODEL_ID] == 64
+    with Workspace.open(example_vault, embedder=embedder) as ws:
+        report = ws.index()
+        status = ws.status()
+    assert (report.embedded, report.reembedded) == (0, 0)
+    assert (status.model, status.pending_model, status.vectors) == (BUNDLED_MODEL_ID, None, blocks)
+    assert models_stored(example_vault) == {BUNDLED_MODEL_ID: blocks}

@@ -112,6 +112,7 @@ class Vault:
         self._watchers: list[VaultWatcher] = []
         self._switching: threading.Thread | None = None
         self._stop_switching = threading.Event()
+        self._switch_lock = threading.Lock()
 
     @property
     def reads(self) -> IndexReads:
@@ -328,13 +329,14 @@ class Vault:
         answering = VectorModels.of(self.db.get_meta).answering
         if not self.config.embed or answering in (None, self.embedder.model_id):
             return None
-        if self._switching is None:
-            run = self.index if index is None else index
-            self._switching = threading.Thread(
-                target=self._switch, args=(run,), name="vaultctx-switch", daemon=True
-            )
-            self._switching.start()
-        return self._switching
+        with self._switch_lock:  # the watcher's thread and the process's may both ask
+            if self._switching is None or not self._switching.is_alive():
+                run = self.index if index is None else index
+                self._switching = threading.Thread(
+                    target=self._switch, args=(run,), name="vaultctx-switch", daemon=True
+                )
+                self._switching.start()
+            return self._switching
 
     def _switch(self, run: Callable[..., IndexReport]) -> None:
         background_priority()
