@@ -387,3 +387,22 @@ def test_setting_the_old_model_back_ends_the_switch_and_drops_the_new_vectors(
     assert (report.embedded, report.reembedded) == (0, 0)
     assert (status.model, status.pending_model, status.vectors) == (BUNDLED_MODEL_ID, None, blocks)
     assert models_stored(example_vault) == {BUNDLED_MODEL_ID: blocks}
+
+
+def test_vectors_of_a_model_that_cannot_load_are_not_queried_and_are_replaced(
+    example_vault: Path, embedder
+) -> None:
+    from conftest import FakeEmbedder
+
+    with Workspace.open(example_vault, embedder=FakeEmbedder("test/uninstalled")) as ws:
+        ws.index()
+    with Workspace.open(example_vault, embedder=embedder) as ws:
+        before = ws.select(QUESTION, k=3).diagnostics
+        report = ws.index()
+        status = ws.status()
+        after = ws.select(QUESTION, k=3).diagnostics
+    assert before["retrieval_path"] == "lexical_graph_no_vectors"
+    assert "errors" not in before
+    assert report.switched_to is None and report.embedded == status.blocks
+    assert (status.model, status.pending_model) == (BUNDLED_MODEL_ID, None)
+    assert after["vector_model"] == BUNDLED_MODEL_ID

@@ -15,12 +15,16 @@ configuration names another one.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..config import DEFAULT_EMBEDDING_MODEL
+from ..errors import EmbeddingUnavailable
 from .embeddings import FULL_PRECISION_MODEL, Embedder, model_id
+
+log = logging.getLogger(__name__)
 
 ANSWERING_KEY = "embedding_model"
 PENDING_KEY = "embedding_model_pending"
@@ -60,24 +64,33 @@ def with_name(value: str | None, embedder: Embedder) -> str:
     return json.dumps(names, sort_keys=True)
 
 
-_opened: dict[tuple[str, str], Embedder] = {}
+_opened: dict[tuple[str, str], Embedder | None] = {}  # None: it failed to load
 _opened_lock = threading.Lock()
 
 
 def embedder_of(model: str, meta: Meta, backend: str) -> Embedder | None:
-    """An encoder giving `model`'s vectors, one per process (it loads when first used), or
-    None when nothing known opens it: the name recorded with its vectors, else the names of
-    the models vaultctx ships (an index made before names were recorded)."""
+    """A loaded encoder giving `model`'s vectors, one per process, or None when nothing
+    known opens it: the name recorded with its vectors, else the names of the models
+    vaultctx ships (an index made before names were recorded). A model that failed to load
+    is not tried again in this process: its vectors are not queried, as a query would
+    otherwise wait for the failure each time."""
     recorded = recorded_names(meta(NAMES_KEY)).get(model)
     tries = [tuple(recorded)] if isinstance(recorded, list) and len(recorded) == 2 else []
-    tries += [(name, b) for name in (DEFAULT_EMBEDDING_MODEL, FULL_PRECISION_MODEL, model)
+    tries += [(name, b) for name in (DEFAULT_EMBEDDING_MODEL, FULL_PRECISION_MODEL)
               for b in dict.fromkeys((backend, "auto"))]  # fmt: skip
     for name, tried_backend in tries:
         if model_id(name, tried_backend) != model:
             continue
+        key = (name, tried_backend)
         with _opened_lock:
-            key = (name, tried_backend)
             if key not in _opened:
-                _opened[key] = Embedder(name, backend=tried_backend)
+                candidate = Embedder(name, backend=tried_backend)
+                try:
+                    candidate.load()
+                except EmbeddingUnavailable as exc:
+                    log.warning("the vectors of %s cannot be queried: %s", model, exc)
+                    _opened[key] = None
+                else:
+                    _opened[key] = candidate
             return _opened[key]
     return None
