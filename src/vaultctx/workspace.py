@@ -229,15 +229,19 @@ class Workspace:
         embed: bool | None = None,
         progress: Progress | None = None,
         paths: list[str] | None = None,
+        reembed_seconds: float | None = None,
     ) -> IndexReport:
         """Bring the index up to date with the vault; only changed notes are re-parsed.
 
         `embed=False` indexes text and links only. `paths` limits the run to those
         vault-relative files (created, edited or deleted), as a file watcher reports them.
-        With a `database_url`, memory and sessions too: the first run moves this host's
-        memories into the team's books and its agent sessions into the database, every run
-        brings the memories up to date."""
-        report = self._vault.index(embed=embed, progress=progress, paths=paths)
+        `reembed_seconds` bounds a run's work on a model switch (`Vault.index`). With a
+        `database_url`, memory and sessions too: the first run moves this host's memories
+        into the team's books and its agent sessions into the database, every run brings the
+        memories up to date."""
+        report = self._vault.index(
+            embed=embed, progress=progress, paths=paths, reembed_seconds=reembed_seconds
+        )
         if report.published is not None:
             from .agent import move_sessions  # the agent layer: only with a database
 
@@ -313,9 +317,10 @@ class Workspace:
                     )  # fmt: skip
         return self._memory
 
-    def _embed_query(self, text: str) -> Any:
-        """A query vector from the select's warm embedder cache (memory shares it)."""
-        return self._selector.embed_query(text)
+    def _embed_query(self, text: str, embedder: Embedder) -> Any:
+        """A query vector from the select's warm embedder cache (memory shares it), by
+        `embedder`: memory's, whose model may answer no more after a switch of models."""
+        return self._selector.embed_query(text, embedder)
 
     def select(
         self,
@@ -675,6 +680,12 @@ class Workspace:
             on_index=on_index,
             index=self.index,
         )
+
+    def switch_in_background(self) -> threading.Thread | None:
+        """Complete a change of embedding model in a daemon thread while queries keep
+        answering with the old vectors (`Vault.switch_in_background`); for a process that
+        does not watch the vault. `close()` stops it."""
+        return self._vault.switch_in_background(index=self.index)
 
     # --- lifecycle -----------------------------------------------------------------------
 

@@ -279,3 +279,21 @@ def test_the_index_bar_shows_each_phase_rate_and_time_left():
     assert "100.0 blocks/s" in line
     assert "left 0:00:05" in line
     assert "Reading notes" not in line and len(bar.tasks) == 1
+
+
+def test_the_index_bar_shows_a_switch_of_models_on_a_line_of_its_own():
+    clock = [0.0]
+    out = Console(file=io.StringIO(), force_terminal=True, width=140, color_system=None)
+    bar = index_progress(out, get_time=lambda: clock[0])
+    progress = phases(bar)
+    progress("embed", 0, 3)
+    progress("embed", 3, 3)
+    progress("reembed", 0, 800)
+    for done in range(200, 600, 200):
+        clock[0] += 1.0
+        progress("reembed", done, 800)
+    out.print(bar.get_renderable())
+    lines = out.file.getvalue().splitlines()
+    switch = next(line for line in lines if "Embedding for the new model" in line)
+    assert "400/800" in switch and "200.0 blocks/s" in switch and "left 0:00:02" in switch
+    assert len(bar.tasks) == 2

@@ -28,7 +28,11 @@ from .common import json_option, open_workspace, vault_argument
 from .output import console, emit_json, err_console, human_bytes, warn
 
 # Each phase of an index run the bar shows: its label and what it counts.
-PHASES = {"parse": ("Reading notes", "notes"), "embed": ("Embedding blocks", "blocks")}
+PHASES = {
+    "parse": ("Reading notes", "notes"),
+    "embed": ("Embedding blocks", "blocks"),
+    "reembed": ("Embedding for the new model", "blocks"),
+}
 
 
 class RateColumn(ProgressColumn):
@@ -120,6 +124,13 @@ def index(vault: str, no_embed: bool, from_database: bool, as_json: bool) -> Non
         f"{report.deleted} deleted, {report.unchanged} unchanged; "
         f"{report.blocks_written} blocks written, {report.embedded} embedded."
     )
+    if report.switched_to:
+        console.print(
+            f"Switched to {escape(report.switched_to)}: {report.reembedded} blocks embedded"
+            " for it, its vectors answer from now on."
+        )
+    elif status.pending_model:
+        console.print(switch_line(status))
     if report.published is not None:
         published = report.published
         console.print(
@@ -164,6 +175,7 @@ def status(vault: str, as_json: bool) -> None:
         ("aliases", str(st.aliases)),
         ("vectors", str(st.vectors)),
         ("model", st.model or "—"),
+        *((("switching to", switch_line(st)),) if st.pending_model else ()),
         ("index size", human_bytes(st.index_bytes)),
         ("last indexed", st.last_indexed or "never"),
         ("notes with problems", str(st.notes_with_problems)),
@@ -181,6 +193,15 @@ def status(vault: str, as_json: bool) -> None:
     for key, value in rows:
         table.add_row(key, escape(value))
     console.print(table)
+
+
+def switch_line(st: IndexStatus) -> str:
+    """How far the index is in switching to its pending model."""
+    share = st.pending_vectors / st.blocks if st.blocks else 0.0
+    return (
+        f"{st.pending_model}: {st.pending_vectors} of {st.blocks} blocks embedded"
+        f" ({share:.0%}); {st.model} answers until then"
+    )
 
 
 def problem_lines(st: IndexStatus) -> list[str]:

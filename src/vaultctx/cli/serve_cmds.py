@@ -126,6 +126,8 @@ def mcp(
         _index_first(ws, embed=False if no_vectors else None)
     with ws:
         ws.warm_up(use_vectors=not no_vectors)  # while the MCP SDK loads and the client connects
+        if not no_vectors:
+            ws.switch_in_background()  # a change of model completes while the tools answer
         from ..mcp_server import create_mcp_server  # the MCP SDK: only for `mcp`
 
         answering = ws.answering(answers_to)

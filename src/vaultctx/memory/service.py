@@ -22,6 +22,7 @@ from ..llm.settings import LLMSettings
 from ..search.fusion import DEFAULT_RRF_K
 from ..storage.audit import AuditLog
 from ..storage.books import OWN_FILE, MemoryBook
+from ..storage.vector_models import VectorModels
 from . import extract as ex
 from .derive import TurnDeriver, TurnJob
 from .merging import MemoryDraft
@@ -129,7 +130,7 @@ class MemoryService:
     def for_vault(
         cls,
         vault: Vault,
-        embed_query: Callable[[str], np.ndarray] | None = None,
+        embed_query: Callable[[str, Embedder], np.ndarray] | None = None,
         *,
         scope: ReadScope | None = None,
         person: Person | None = None,
@@ -147,16 +148,21 @@ class MemoryService:
         With `llm_model` configured, turns are extracted by the model (`LLMExtractor`)."""
         cfg = vault.config
         index = vault.db.path.parent
-        indexed_model = vault.reads.meta("embedding_model")
+        # The encoder of the vectors that answer: during a model switch, the old one's.
+        answering = vault.query_model()
         never_indexed = vault.reads.meta("last_indexed") is None
+        embedder = vault.embedder if answering is None else answering[1]
         vectors = cfg.embed and (
-            indexed_model == vault.embedder.model_id or (never_indexed and indexed_model is None)
+            answering is not None
+            or (never_indexed and VectorModels.of(vault.reads.meta).answering is None)
         )
         return cls(
             vault.db.path.parent / MEMORY_DB,
             vault_scope=str(vault.root),
-            embedder=vault.embedder if vectors else None,
-            embed_query=embed_query if vectors else None,
+            embedder=embedder if vectors else None,
+            embed_query=(
+                (lambda text: embed_query(text, embedder)) if vectors and embed_query else None
+            ),
             half_lives=tier_half_lives(cfg),
             rrf_k=cfg.rrf_k,
             extractor=(

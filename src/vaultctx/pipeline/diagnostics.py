@@ -29,6 +29,7 @@ def diagnostics_of(
         out[f"{name}_hits"] = len(run.hits)
     out["vector_feedback"] = runs["vector"].feedback
     out["vector_pass"] = "sketch" if runs["vector"].approximate else "scan"
+    out["vector_model"] = None if runs["vector"].skipped else found.vector_model
     out["context_notes"] = len(found.context)
     out["store_size"] = search.store_size
     out["retrieval_path"] = retrieval_path(runs, use_vectors, found.vectors_indexed)

@@ -338,9 +338,10 @@ class Refiner:
     ) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The candidates' embeddings from the Selector's in-memory matrix (no re-embedding),
         or (None, None) when the index has none for the current model."""
-        model = view.meta("embedding_model")
-        if not candidates or model is None or model != self.vault.embedder.model_id:
+        answering = self.vault.query_model(view)
+        if not candidates or answering is None:
             return None, None
+        model = answering[0]
         matrix = self.selector.matrix(model)
         if matrix.size == 0:
             return None, None

@@ -148,6 +148,7 @@ class Retrieved:
     query_vector: np.ndarray | None
     matrix: VectorMatrix | None
     vectors_indexed: bool
+    vector_model: str | None = None  # whose vectors the vector list searched
 
 
 def within_view(run: Run, view: IndexView) -> Run:

@@ -71,6 +71,7 @@ from .retrievers import (
 if TYPE_CHECKING:
     from ..permissions.view import IndexView
     from ..storage import Vault
+    from ..storage.embeddings import Embedder
     from ..storage.index_reads import IndexReads
 
 MAX_QUERY_CHARS = 2000
@@ -214,15 +215,21 @@ class Selector:
             weights[name] = plugged.weight
         return weights
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, embedder: Embedder | None = None) -> np.ndarray:
+        """`text`'s vector by `embedder` — by default the encoder of the model whose vectors
+        answer (`Vault.query_model`), which is the configured one but during a switch."""
+        if embedder is None:
+            answering = self.vault.query_model()
+            embedder = self.vault.embedder if answering is None else answering[1]
+        key = f"{embedder.model_id}\n{text}"
         with self._query_vectors_lock:
-            cached = self._query_vectors.get(text)
+            cached = self._query_vectors.get(key)
             if cached is not None:
-                self._query_vectors.move_to_end(text)
+                self._query_vectors.move_to_end(key)
                 return cached
-        vector = self.vault.embedder.encode_query(text)
+        vector = embedder.encode_query(text)
         with self._query_vectors_lock:
-            self._query_vectors[text] = vector
+            self._query_vectors[key] = vector
             if len(self._query_vectors) > 128:
                 self._query_vectors.popitem(last=False)
         return vector
@@ -366,12 +373,13 @@ class Selector:
     ) -> Retrieved:
         """Every retriever, side by side: vector search and plug-in retrievers in worker
         threads while FTS5 and the graph run in this one; then the vector side's feedback."""
-        model = search.reads.meta("embedding_model")
-        vectors_indexed = model is not None and model == self.vault.embedder.model_id
+        answering = self.vault.query_model(search.reads)
+        model, embedder = answering if answering is not None else ("", None)
+        vectors_indexed = embedder is not None
         vector_of_query: list[np.ndarray | None] = [query_vector]
         vector_future = None
-        if use_vectors and vectors_indexed:
-            vector_future = self._start_vector_search(search, model or "", vector_of_query)
+        if use_vectors and embedder is not None:
+            vector_future = self._start_vector_search(search, model, embedder, vector_of_query)
         plugins = self._start_plugins(search)
         runs: dict[str, Run] = {}
         lexical_query, runs["lexical"] = self._lexical_run(search)
@@ -380,15 +388,17 @@ class Selector:
         query_vector = None
         if vector_future is not None:
             runs["vector"] = self._finish_vector_search(
-                search, vector_future, vector_of_query, runs["lexical"], model or ""
+                search, vector_future, vector_of_query, runs["lexical"], model
             )
             query_vector = vector_of_query[0]
         for name, future in plugins.items():
             runs[name] = within_view(future.result(), search.reads)
         matrix = None
         if query_vector is not None:
-            matrix = self.vectors.get(search.shared, search.shared_key, model or "")
-        return Retrieved(runs, context, lexical_query, query_vector, matrix, vectors_indexed)
+            matrix = self.vectors.get(search.shared, search.shared_key, model)
+        return Retrieved(
+            runs, context, lexical_query, query_vector, matrix, vectors_indexed, model or None
+        )
 
     def _focus_on_topic(self, search: Search, found: Retrieved) -> None:
         """The context weighed again by how well each of its notes matches the question
@@ -405,7 +415,11 @@ class Selector:
         found.runs["graph"] = replace(found.runs["graph"], hits=hits)
 
     def _start_vector_search(
-        self, search: Search, model: str, out_vector: list[np.ndarray | None]
+        self,
+        search: Search,
+        model: str,
+        embedder: Embedder,
+        out_vector: list[np.ndarray | None],
     ) -> Future[Run] | None:
         """The vector run, in a worker thread (the model releases the GIL while encoding);
         None when there is nothing to search. Past `ann_min_vectors` blocks it scores the
@@ -416,7 +430,7 @@ class Selector:
         return self._executor().submit(
             vector_run,
             lambda: self.vectors.get(shared, key, model),
-            lambda: self.embed_query(search.text),
+            lambda: self.embed_query(search.text, embedder),
             allowed=search.allowed,
             hidden=search.hidden,
             out_vector=out_vector,
@@ -576,9 +590,10 @@ class Selector:
 
     def _note_vector(self, reads: IndexView, note_id: int) -> np.ndarray | None:
         """The unit mean of a note's block vectors, or None when it has none (yet)."""
-        model = reads.meta("embedding_model")
-        if model is None or model != self.vault.embedder.model_id:
+        answering = self.vault.query_model(reads)
+        if answering is None:
             return None
+        model = answering[0]
         shared, key = self._shared_view(reads)
         matrix = self.vectors.get(shared, key, model)
         rows = matrix.rows_for_notes(np.asarray([note_id], dtype=np.int64))

@@ -72,7 +72,7 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost"})
 # never a path, the database's address or an error text that may hold either.
 MEMBER_STATUS = frozenset(
     {"notes", "blocks", "links", "dangling_links", "tags", "aliases", "vectors", "model",
-     "last_indexed", "notes_with_problems", "languages"}
+     "pending_model", "pending_vectors", "last_indexed", "notes_with_problems", "languages"}
 )  # fmt: skip
 MEMBER_SERVER_STATUS = frozenset({"pid", "watching", "indexing", "watch_runs"})
 # Requests with no valid token a server writes to the team's log in one window: past that,

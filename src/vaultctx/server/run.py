@@ -92,6 +92,8 @@ class LocalServer:
             self.workspace.forget_departed()  # people let go since: their memories' copies
             if self.watch:
                 self.watcher = self.workspace.watch()
+            else:  # a change of model still completes, in the background
+                self.workspace.switch_in_background()
             app = create_app(
                 self.workspace,
                 token=self.token,

@@ -26,9 +26,18 @@ from .links import CANVAS_LINK, INDEXED_ATTACHMENTS, is_indexed_attachment
 from .migrations import CHANGES_LOGGED, UNPUBLISHED_TABLES
 from .reader import NoteRead, NoteRows, ReadJob, auto_workers, embed_input, read_all
 from .scanner import VaultFile, scan_paths, scan_vault
+from .vector_models import (
+    ANSWERING_KEY,
+    NAMES_KEY,
+    PENDING_KEY,
+    VectorModels,
+    recorded_names,
+    with_name,
+)
 
 Progress = Callable[[str, int, int], None]
-"""progress(phase, done, total) with phase in 'scan', 'parse', 'embed'."""
+"""progress(phase, done, total) with phase in 'scan', 'parse', 'embed', 'reembed' (the
+vectors of a model the index switches to)."""
 
 _WRITE_BATCH = 200
 _BULK_FILES = 1000  # from this many files to read, checkpoint once after text and links
@@ -57,6 +66,12 @@ class IndexReport:
     blocks_written: int = 0
     links_resolved: int = 0
     embedded: int = 0
+    # While the index switches models (`vector_models`): how many of the vectors embedded
+    # are the configured model's, the blocks it still lacks after this run, and the model
+    # switched to, if it did.
+    reembedded: int = 0
+    reembed_left: int = 0
+    switched_to: str | None = None
     embed_error: str | None = None
     skipped: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
@@ -98,12 +113,19 @@ class Indexer:
         language: str | None = None,
         fulltext: bool = True,
         attachment_max_bytes: int | None = None,
+        answering_embedder: Callable[[str], Embedder | None] | None = None,
+        reembed_seconds: float | None = None,
     ) -> None:
         """`language` is the vault's `language` setting: every note is read as written in
         it; None reads each note's own. `fulltext=False` leaves the full-text table empty:
         an index published to a database (`database_url`) is read there, from postings of
         its own, so FTS5's would be work for nothing (`build_fulltext` makes it again).
-        A PDF or canvas over `attachment_max_bytes` is skipped unread."""
+        A PDF or canvas over `attachment_max_bytes` is skipped unread.
+
+        `answering_embedder(model id)` opens the encoder of the model whose vectors answer
+        when `embedder` is another: its vectors are kept whole while the configured model's
+        are made, `reembed_seconds` of them per run at most (None: all of them; 0: none, as
+        a run beside `Vault.switch_in_background` leaves them to it)."""
         self.root = root
         self.language = language
         self.fulltext = fulltext
@@ -111,6 +133,8 @@ class Indexer:
         self.db = db
         self.chunk_tokens = chunk_tokens
         self.embedder = embedder
+        self.answering_embedder = answering_embedder
+        self.reembed_seconds = reembed_seconds
         self.workers = auto_workers() if workers is None else workers
         self.progress = progress or (lambda phase, done, total: None)
 
@@ -204,7 +228,8 @@ class Indexer:
         )
         if self.embedder is not None:
             self._embed(report)
-            if report.embedded:
+            # The pending model's vectors change no answer until the switch.
+            if report.embedded > report.reembedded or report.switched_to:
                 self._mark_indexed(changed=True, links_of=())
         report.elapsed_ms = (time.perf_counter() - started) * 1000
         return report
@@ -459,50 +484,133 @@ class Indexer:
     # --- embeddings ----------------------------------------------------------------------
 
     def _embed(self, report: IndexReport) -> None:
+        """Vectors for every block: of the configured model, or, while the index answers
+        with another (`vector_models`), first that one's for blocks new since, then the
+        configured model's, and the switch once it covers every block."""
         assert self.embedder is not None
         model = self.embedder.model_id
-        conn = self.db.connect()
-        missing = conn.execute(
-            "SELECT b.embed_hash, b.title, b.heading_path, b.text FROM blocks b"
-            " WHERE NOT EXISTS (SELECT 1 FROM embeddings e"
-            "   WHERE e.model = ? AND e.hash = b.embed_hash)"
-            " GROUP BY b.embed_hash",
-            (model,),
-        ).fetchall()
-        if missing:
-            # Sorting by length keeps each batch's padding small: faster than random order.
-            items = sorted(
-                ((h, embed_input(t, hp, x)) for h, t, hp, x in missing), key=lambda i: len(i[1])
-            )
-            self.progress("embed", 0, len(items))
+        answering = VectorModels.of(self.db.get_meta).answering
+        old = None
+        if answering is not None and answering != model and self._has_vectors(answering):
+            old = self.answering_embedder(answering) if self.answering_embedder else None
+        if old is None:  # no vectors to keep answering with: fill in and answer as they come
             try:
-                for start in range(0, len(items), _EMBED_BATCH):
-                    batch = items[start : start + _EMBED_BATCH]
-                    vectors = self.embedder.encode([text for _, text in batch])
-                    with self.db.transaction() as wconn:
-                        wconn.executemany(
-                            "INSERT OR REPLACE INTO embeddings(model, hash, vector)"
-                            " VALUES (?, ?, ?)",
-                            [
-                                (model, h, v.tobytes())
-                                for (h, _), v in zip(batch, vectors, strict=True)
-                            ],
-                        )
-                        # With its vectors, so `status` and select see the model of what
-                        # is stored even if the run is killed before the last batch.
-                        IndexDatabase.set_meta(wconn, "embedding_model", model)
-                    report.embedded += len(batch)
-                    self.progress("embed", report.embedded, len(items))
-            except Exception as exc:  # EmbeddingUnavailable or a model crash: text stays indexed
+                self._fill(self.embedder, "embed", report, answering=True)
+            except Exception as exc:  # EmbeddingUnavailable or a model crash: text stays
                 report.embed_error = str(exc)
-        if report.embed_error is None:
+                return
+            self._switch(model)
+            return
+        if self.db.get_meta(PENDING_KEY) != model:
             with self.db.transaction() as wconn:
-                wconn.execute(
-                    "DELETE FROM embeddings WHERE model != ? OR hash NOT IN"
-                    " (SELECT embed_hash FROM blocks)",
-                    (model,),
+                IndexDatabase.set_meta(wconn, PENDING_KEY, model)
+        # The answering set stays whole: an edited note is found by its new text. A model
+        # that cannot run any more leaves its vectors serving what they cover.
+        with contextlib.suppress(Exception):
+            self._fill(old, "embed", report)
+        if self.reembed_seconds != 0:
+            try:
+                self._fill(self.embedder, "reembed", report, seconds=self.reembed_seconds)
+            except Exception as exc:
+                report.embed_error = str(exc)
+                return
+        report.reembed_left = self._missing_count(model)
+        if report.reembed_left == 0:
+            self._switch(model)
+            report.switched_to = model
+
+    def _has_vectors(self, model: str) -> bool:
+        row = (
+            self.db.connect()
+            .execute("SELECT 1 FROM embeddings WHERE model = ? LIMIT 1", (model,))
+            .fetchone()
+        )
+        return row is not None
+
+    _MISSING = (
+        " FROM blocks b WHERE NOT EXISTS (SELECT 1 FROM embeddings e"
+        "   WHERE e.model = ? AND e.hash = b.embed_hash)"
+    )
+
+    def _missing_count(self, model: str) -> int:
+        conn = self.db.connect()
+        sql = f"SELECT COUNT(DISTINCT b.embed_hash){self._MISSING}"
+        (count,) = conn.execute(sql, (model,)).fetchone()
+        return int(count)
+
+    def _fill(
+        self,
+        embedder: Embedder,
+        phase: str,
+        report: IndexReport,
+        *,
+        answering: bool = False,
+        seconds: float | None = None,
+    ) -> None:
+        """Embed, with `embedder`, the blocks its model has no vector for, a batch per
+        transaction (a killed run keeps every batch it finished), counted in `report` (as
+        `reembedded` too in the 'reembed' phase); stop after the batch that passes
+        `seconds`. With `answering`, the meta names this model as the one whose vectors
+        answer, with each batch."""
+        model = embedder.model_id
+        missing = (
+            self.db.connect()
+            .execute(
+                f"SELECT b.embed_hash, b.title, b.heading_path, b.text{self._MISSING}"
+                " GROUP BY b.embed_hash",
+                (model,),
+            )
+            .fetchall()
+        )
+        if not missing:
+            return
+        deadline = None if seconds is None else time.monotonic() + seconds
+        # Sorting by length keeps each batch's padding small: faster than random order.
+        items = sorted(
+            ((h, embed_input(t, hp, x)) for h, t, hp, x in missing), key=lambda i: len(i[1])
+        )
+        self.progress(phase, 0, len(items))
+        made = 0
+        for start in range(0, len(items), _EMBED_BATCH):
+            batch = items[start : start + _EMBED_BATCH]
+            vectors = embedder.encode([text for _, text in batch])
+            with self.db.transaction() as wconn:
+                wconn.executemany(
+                    "INSERT OR REPLACE INTO embeddings(model, hash, vector) VALUES (?, ?, ?)",
+                    [(model, h, v.tobytes()) for (h, _), v in zip(batch, vectors, strict=True)],
                 )
-                IndexDatabase.set_meta(wconn, "embedding_model", model)
+                if made == 0:
+                    names = with_name(self.db.get_meta(NAMES_KEY), embedder)
+                    IndexDatabase.set_meta(wconn, NAMES_KEY, names)
+                if answering:
+                    # With its vectors, so `status` and select see the model of what
+                    # is stored even if the run is killed before the last batch.
+                    IndexDatabase.set_meta(wconn, ANSWERING_KEY, model)
+            made += len(batch)
+            report.embedded += len(batch)
+            if phase == "reembed":
+                report.reembedded += len(batch)
+            self.progress(phase, made, len(items))
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+
+    def _switch(self, model: str) -> None:
+        """`model`'s vectors answer from now on, in one transaction: the other models'
+        vectors, and those of text no block holds any more, go."""
+        with self.db.transaction() as wconn:
+            wconn.execute(
+                "DELETE FROM embeddings WHERE model != ? OR hash NOT IN"
+                " (SELECT embed_hash FROM blocks)",
+                (model,),
+            )
+            IndexDatabase.set_meta(wconn, ANSWERING_KEY, model)
+            # Emptied rather than deleted: a database it is published to follows (sync.py).
+            if self.db.get_meta(PENDING_KEY):
+                IndexDatabase.set_meta(wconn, PENDING_KEY, "")
+            names = recorded_names(self.db.get_meta(NAMES_KEY))
+            if set(names) - {model}:
+                kept = {model: names[model]} if model in names else {}
+                IndexDatabase.set_meta(wconn, NAMES_KEY, json.dumps(kept))
 
 
 class _BatchRows:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from ..config import CONFIG_DIRNAME, Config, load_config
-from ..errors import NoteNotFound, NotIndexed, VaultNotFound
+from ..errors import IndexLocked, NoteNotFound, NotIndexed, VaultctxError, VaultNotFound
 from .backend import Backend, backend_kind, open_backend
 from .books import MemoryBook
 from .db import IndexDatabase, WriterLock
@@ -27,10 +29,19 @@ from .index_reads import IndexReads
 from .indexer import Indexer, IndexReport, Progress
 from .people import People
 from .sessions import SessionStore
+from .vector_models import Meta, VectorModels, embedder_of
 from .watch import WATCH_ERROR_KEY, VaultWatcher
 
 if TYPE_CHECKING:
     import networkx as nx
+
+log = logging.getLogger(__name__)
+_SWITCH_JOIN_S = 30.0  # a slice and the batch it ends on, on a slow machine
+_LOCKED_RETRY_S = 1.0
+BACKGROUND_NICE = 10
+# A background run's share of a model switch (`Vault.switch_in_background`): a saved note
+# waits at most about this long (and the batch it ends on) for the writer lock.
+REEMBED_SLICE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -44,7 +55,7 @@ class IndexStatus:
     tags: int
     aliases: int
     vectors: int
-    model: str | None
+    model: str | None  # the model whose vectors answer (and whose encoder reads the query)
     index_bytes: int
     last_indexed: str | None
     notes_with_problems: int
@@ -53,6 +64,10 @@ class IndexStatus:
     # Notes by the language they are read in: "" too short to tell, "unread" not yet indexed
     # by a vaultctx that reads languages.
     languages: dict[str, int] = field(default_factory=dict)
+    # The configured model while the index switches to it (`vector_models`), and the blocks
+    # that have its vector so far: it answers once they are all the blocks.
+    pending_model: str | None = None
+    pending_vectors: int = 0
     watch_error: str | None = None  # the last failure of a watcher, until a run works again
     watch_error_at: str | None = None
     # The multilingual model, when most notes are in languages the model does not read well.
@@ -97,6 +112,9 @@ class Vault:
         self._write_lock = threading.Lock()
         self._graph_cache: tuple[str | None, nx.DiGraph] | None = None
         self._watchers: list[VaultWatcher] = []
+        self._switching: threading.Thread | None = None
+        self._stop_switching = threading.Event()
+        self._switch_lock = threading.Lock()
 
     @property
     def reads(self) -> IndexReads:
@@ -143,11 +161,14 @@ class Vault:
         embed: bool | None = None,
         progress: Progress | None = None,
         paths: list[str] | None = None,
+        reembed_seconds: float | None = None,
     ) -> IndexReport:
         """Bring the index up to date with the vault; only changed notes are re-parsed.
 
         `embed=False` indexes text and links only. `paths` limits the run to those
         vault-relative files (created, edited or deleted), as a file watcher reports them.
+        While the index switches to the configured model (`vector_models`), a run spends
+        at most `reembed_seconds` on its vectors (None: until the switch; 0: none).
         """
         do_embed = self.config.embed if embed is None else embed
         with self._writing():
@@ -161,6 +182,8 @@ class Vault:
                 language=self.config.language,
                 fulltext=self.backend.fulltext,
                 attachment_max_bytes=int(self.config.attachment_max_mb * 1_000_000),
+                answering_embedder=lambda model: self.answering_embedder(model, self.db.get_meta),
+                reembed_seconds=reembed_seconds,
             )
             return self.backend.index(indexer, self.db, paths)
 
@@ -204,20 +227,42 @@ class Vault:
 
     # --- reading -------------------------------------------------------------------------
 
+    def answering_embedder(self, model: str, meta: Meta | None = None) -> Embedder | None:
+        """The encoder of `model`'s vectors: the configured one, or the one they were made
+        with (`vector_models.embedder_of`, read from `meta`: the index's by default)."""
+        if model == self.embedder.model_id:
+            return self.embedder
+        return embedder_of(model, meta or self.reads.meta, self.config.embedding_backend)
+
+    def query_model(self, reads: IndexReads | None = None) -> tuple[str, Embedder] | None:
+        """The model whose vectors answer in `reads` (default: the whole index) and the
+        encoder the query is embedded with; None when there are no vectors to query."""
+        reads = self.reads if reads is None else reads
+        model = VectorModels.of(reads.meta).answering
+        if model is None:
+            return None
+        embedder = self.answering_embedder(model, reads.meta)
+        return None if embedder is None else (model, embedder)
+
     def status(self, reads: IndexReads | None = None) -> IndexStatus:
         """What `vaultctx status` shows, counted in `reads` (a reader's view; default: the
         whole index)."""
         reads = self.reads if reads is None else reads
-        model = reads.meta("embedding_model")
+        models = VectorModels.of(reads.meta)
         last = reads.meta("last_indexed")
         watch_error = json.loads(self.db.get_meta(WATCH_ERROR_KEY) or "{}")
-        counts = reads.index_counts(model, self.config.language)
+        counts = reads.index_counts(models.answering, self.config.language)
+        pending_vectors = 0
+        if models.pending is not None:
+            pending_vectors = reads.index_counts(models.pending, self.config.language)["vectors"]
         return IndexStatus(
             model_suggestion=model_suggestion(counts.get("languages", {}), self.config),
             vault=str(self.root),
             # where the index is read from: the database (its password left out), or the file
             index_path=self.backend.location,
-            model=model,
+            model=models.answering,
+            pending_model=models.pending,
+            pending_vectors=pending_vectors,
             index_bytes=self.db.size_bytes(),
             last_indexed=_iso(float(last)) if last else None,
             watch_error=watch_error.get("error"),
@@ -257,7 +302,8 @@ class Vault:
         on_index: Callable[[IndexReport], None] | None = None,
         index: Callable[..., IndexReport] | None = None,
     ) -> VaultWatcher:
-        """Re-index notes as they are saved, in a background thread, while queries run.
+        """Re-index notes as they are saved, in a background thread, while queries run; a
+        change of embedding model is completed beside it (`switch_in_background`).
 
         Returns the started watcher; call its `stop()` (or `close()` this vault). With
         `catch_up`, edits made while nothing watched are indexed first. `on_index(report)`
@@ -271,17 +317,57 @@ class Vault:
             catch_up=catch_up,
             on_index=on_index,
             index=index,
+            switch=lambda: self.switch_in_background(index),
         )
         self._watchers.append(watcher)
         return watcher.start()
 
+    def switch_in_background(
+        self, index: Callable[..., IndexReport] | None = None
+    ) -> threading.Thread | None:
+        """While the index answers with another model than the configured one, make the
+        configured model's vectors in a daemon thread, a slice per run (`REEMBED_SLICE_S`),
+        until the switch: what a process that does not watch the vault (the MCP server)
+        does instead of a watcher. `index` is what a run calls instead of `self.index`.
+        None when there is nothing to switch (or embedding is off)."""
+        answering = VectorModels.of(self.db.get_meta).answering
+        if not self.config.embed or answering in (None, self.embedder.model_id):
+            return None
+        with self._switch_lock:  # the watcher's thread and the process's may both ask
+            if self._switching is None or not self._switching.is_alive():
+                run = self.index if index is None else index
+                self._switching = threading.Thread(
+                    target=self._switch, args=(run,), name="vaultctx-switch", daemon=True
+                )
+                self._switching.start()
+            return self._switching
+
+    def _switch(self, run: Callable[..., IndexReport]) -> None:
+        background_priority()
+        while not self._stop_switching.is_set():
+            try:
+                report = run(embed=True, paths=[], reembed_seconds=REEMBED_SLICE_S)
+            except IndexLocked:  # another process indexes (and may switch): ask again later
+                self._stop_switching.wait(_LOCKED_RETRY_S)
+                continue
+            except VaultctxError as exc:
+                log.warning("switching embedding models stopped: %s", exc)
+                return
+            if report.embed_error or not report.reembed_left:
+                return
+
     # --- lifecycle -----------------------------------------------------------------------
 
     def stop_watching(self) -> None:
-        """Stop every watcher this vault started."""
+        """Stop every watcher this vault started, and a switch of models in the background."""
         for watcher in self._watchers:
             watcher.stop()
         self._watchers.clear()
+        if self._switching is not None:
+            self._stop_switching.set()
+            self._switching.join(_SWITCH_JOIN_S)
+            self._switching = None
+            self._stop_switching.clear()
 
     def close(self) -> None:
         self.stop_watching()
@@ -325,6 +411,17 @@ def resolve_note(reads: IndexReads, note: str, root: Path) -> tuple[str, int]:
     if found := reads.find_note("alias", wanted, True):
         return found
     raise note_not_found(note, root)
+
+
+def background_priority() -> None:
+    """Lower this thread's CPU priority by `BACKGROUND_NICE` below the process's (Linux: a
+    thread's own nice value, inherited by the threads it starts, such as the encoder's
+    workers): work nobody waits for yields the cores to the queries that run beside it, and
+    takes them whole when they are idle."""
+    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not allowed
+        thread = threading.get_native_id()
+        nice = os.getpriority(os.PRIO_PROCESS, thread) + BACKGROUND_NICE
+        os.setpriority(os.PRIO_PROCESS, thread, min(nice, 19))
 
 
 def _iso(timestamp: float) -> str:

@@ -64,7 +64,11 @@ class WatchedVault(Protocol):
     db: IndexDatabase
 
     def index(
-        self, *, embed: bool | None = None, paths: list[str] | None = None
+        self,
+        *,
+        embed: bool | None = None,
+        paths: list[str] | None = None,
+        reembed_seconds: float | None = None,
     ) -> IndexReport: ...
 
 
@@ -84,15 +88,19 @@ class VaultWatcher:
         catch_up: bool = True,
         on_index: Callable[[IndexReport], None] | None = None,
         index: Callable[..., IndexReport] | None = None,
+        switch: Callable[[], object] | None = None,
     ) -> None:
         """`index`: what a run calls instead of `vault.index` (the workspace's, which also
-        brings a team's memories up to date)."""
+        brings a team's memories up to date). `switch` starts making the configured model's
+        vectors in the background when the index answers with another's
+        (`Vault.switch_in_background`): a run of the watcher leaves that work to it."""
         self.vault = vault
         self._run_index = vault.index if index is None else index
         self.embed = embed
         self.debounce_ms = debounce_ms
         self.catch_up = catch_up
         self.on_index = on_index
+        self._switch = switch
         self.last_error: str | None = None
         self.runs = 0
         self.indexing = False  # a run is under way: an editor says "indexing"
@@ -138,6 +146,9 @@ class VaultWatcher:
     # --- the loop ------------------------------------------------------------------------
 
     def _run(self) -> None:
+        embed = self.vault.config.embed if self.embed is None else self.embed
+        if embed and self._switch is not None:
+            self._switch()  # a change of model left under way, whatever is saved
         pending = ChangeSet(frozenset(), full=self.catch_up)
         while not self._stop.is_set():
             try:
@@ -204,11 +215,15 @@ class VaultWatcher:
         self.indexing = True
         try:
             # Text first, so the edit is searchable at once; then the vectors of new blocks,
-            # which may take long when a whole vault still needs embedding.
+            # which may take long when a whole vault still needs embedding. A change of
+            # model is `switch`'s work, beside these runs.
             paths = None if changes.full else sorted(changes.paths)
             self._report(self._run_index(embed=False, paths=paths))
             if embed:
-                self._report(self._run_index(embed=True, paths=[]))
+                report = self._run_index(embed=True, paths=[], reembed_seconds=0)
+                self._report(report)
+                if report.reembed_left and self._switch is not None:
+                    self._switch()
         except VaultctxError as exc:  # typically IndexLocked: another process is indexing
             self.last_error = str(exc)
             return changes
@@ -239,7 +254,8 @@ class VaultWatcher:
     def _report(self, report: IndexReport) -> None:
         self.last_error = report.embed_error or self._watch_error
         self.runs += 1
-        if self.on_index is not None and (report.changed or report.embedded):
+        answers_changed = report.embedded > report.reembedded or report.switched_to
+        if self.on_index is not None and (report.changed or answers_changed):
             self.on_index(report)
 
     # --- events → paths ------------------------------------------------------------------

@@ -30,6 +30,7 @@ from ..graph import LINK_CHANGES_KEY
 from ..indexer import FTS_VALUES, FULLTEXT_KEY, FULLTEXT_OFF, log_unpublished
 from ..language import analyse
 from ..migrations import CHANGES_LOGGED
+from ..vector_models import ANSWERING_KEY
 from .postings import SEGMENT_NOTES, Analyser, SegmentRows
 from .schema import connect, one_line
 
@@ -231,6 +232,8 @@ def publish(db: IndexDatabase, pg: Database, language: str | None) -> PublishRep
         _update_doc_freqs(pg, df)
         report.links_retargeted = _retarget_links(lite, pg, logged)
         report.vectors = _copy_vectors(lite, pg, logged)
+        if _pg_meta(pg, ANSWERING_KEY) != db.get_meta(ANSWERING_KEY):  # a switch of models
+            _drop_vectors(lite, pg)
         report.accesses = _copy_accesses(lite, pg)
         bumped = report.changed or report.links_retargeted > 0
         totals = _lexical_totals(pg, changed, removed)
@@ -465,6 +468,13 @@ def _copy_vectors(lite: sqlite3.Connection, pg: Database, logged: bool) -> int:
                     copy.write_row((name, digest, np.frombuffer(blob, dtype=np.float32)))
             written += len(rows)
     return written
+
+
+def _drop_vectors(lite: sqlite3.Connection, pg: Database) -> None:
+    """The vectors of models the SQLite index no longer holds, as its switch dropped them
+    (`vector_models`): in the same transaction as the meta that names the new model."""
+    models = [model for (model,) in lite.execute("SELECT DISTINCT model FROM embeddings")]
+    pg.execute("DELETE FROM embeddings WHERE NOT (model = ANY(%s))", (models,))
 
 
 def _copy_accesses(lite: sqlite3.Connection, pg: Database) -> int:
