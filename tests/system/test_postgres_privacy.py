@@ -44,7 +44,9 @@ def test_what_the_vault_hides_or_ignores_never_reaches_the_database(vault, postg
         paths = [p for (p,) in pg.execute("SELECT path FROM notes ORDER BY path")]
         texts = " ".join(t for (t,) in pg.execute("SELECT text FROM blocks"))
         terms = {t for (t,) in pg.execute("SELECT term FROM term_df")}
-    assert paths == ["Apiary.md", "Orchard.md", "Private/secret.md"]  # denied: kept, hidden
+    # denied: kept, hidden (a note, a canvas and a PDF)
+    denied = ["Private/board.canvas", "Private/secret.md", "Private/secret.pdf"]
+    assert paths == ["Apiary.md", "Orchard.md", *denied]
     assert f"{SECRET}-ignored" not in texts and f"{SECRET}-hidden" not in texts
     assert "ignor" not in terms and "hidden" not in terms
 

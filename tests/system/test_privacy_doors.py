@@ -275,6 +275,9 @@ WORKSPACE_DOORS: dict[str, Case] = {
     "team": NoNote("a team database's people; nobody on SQLite"),
     "touch": Named(lambda kit, name: kit.ws.touch(name)),
     "warm_up": NoNote("loads the model and caches in a thread; answers that thread"),
+    "switch_in_background": NoNote(
+        "starts making a changed model's vectors in the background; answers the thread"
+    ),
     "watch": NoNote("starts live re-indexing; answers the watcher"),
 }
 

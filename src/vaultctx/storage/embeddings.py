@@ -231,5 +231,8 @@ class Embedder:
     def encode_query(self, text: str) -> np.ndarray:
         """One text, on the calling thread (ONNX) or one torch thread: a query never waits for
         a second core that an editor or an indexer keeps busy, and select wants that core
-        for FTS5 meanwhile."""
+        for FTS5 meanwhile. A model that reads queries and passages alike goes through
+        `encode`, so an embedder that overrides only `encode` embeds its queries too."""
+        if self.query_prefix == self.passage_prefix:
+            return self.encode([text])[0]
         return self._encode([text], self.query_prefix, None)[0]
