@@ -6,8 +6,10 @@ same answer to the same request on the example vault."""
 
 from __future__ import annotations
 
+import enum
 import json
 import os
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -174,6 +176,35 @@ def test_every_operation_is_a_cli_command_an_http_route_and_an_mcp_tool(
         assert name in commands, f"{name}: no CLI command answers it"
         assert BODYLESS.get(name, ("POST", route(name))) in routes, f"{name}: no HTTP route"
         assert name in tools or name in MCP_LEAVES_OUT, f"{name}: no MCP tool"
+
+
+def choices(annotation: Any) -> list[str] | None:
+    """The values a field of `annotation` takes one of (a Literal or an Enum, also inside
+    a list, a tuple or an Optional), as text; None for a field of any value."""
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return sorted(str(member.value) for member in annotation)
+    if typing.get_origin(annotation) is typing.Literal:
+        return sorted(str(value) for value in typing.get_args(annotation))
+    for inner in typing.get_args(annotation):
+        found = choices(inner)
+        if found is not None:
+            return found
+    return None
+
+
+@pytest.mark.parametrize("operation", sorted(OPERATIONS))
+def test_an_option_offers_exactly_the_values_its_request_field_takes(operation: str) -> None:
+    """The CLI spells its choices out (it imports no pydantic to answer from the warm
+    server): they must stay the request's own, e.g. `--kind` the pipeline's candidate kinds."""
+    _, command = cli_commands()[operation]
+    options = {param.name: param for param in command.params}
+    for name, field in OPERATIONS[operation].model_fields.items():
+        values = choices(field.annotation)
+        if values is None:
+            continue
+        option_type = options[name].type
+        assert isinstance(option_type, click.Choice), f"{command.name} --{name}: no choice"
+        assert sorted(map(str, option_type.choices)) == values, f"{command.name} --{name}"
 
 
 @pytest.mark.parametrize("operation", sorted(OPERATIONS))
