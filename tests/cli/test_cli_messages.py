@@ -61,7 +61,7 @@ def test_a_misspelt_note_names_the_notes_closest_to_it(indexed: Path) -> None:
         result = run(command, "Queen Recrds", "-V", str(indexed))
         assert result.exit_code != 0
         assert result.stderr.strip() == (
-            f"Error: no note named 'Queen Recrds' in {indexed}; did you mean 'Queen Records'?"
+            f"Error: no note named 'Queen Recrds' in {indexed.name}; did you mean 'Queen Records'?"
         )
 
 

@@ -9,6 +9,8 @@ import json
 import os
 import random
 import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -812,16 +814,19 @@ def test_a_database_of_the_last_schema_is_upgraded_with_its_rankings(example_vau
         vault.close()
 
 
+@pytest.mark.parametrize("stops_in", ["a statement", "a COPY"])
 def test_a_database_stopped_mid_publish_is_one_line_and_the_next_run_completes(
-    example_vault: Path, monkeypatch: pytest.MonkeyPatch
+    example_vault: Path, monkeypatch: pytest.MonkeyPatch, stops_in: str
 ):
-    """PostgreSQL stops while `vaultctx index` publishes: one line and exit code 20, no
-    traceback; once it is back, the next run publishes everything the first did not."""
+    """PostgreSQL stops while `vaultctx index` publishes — between statements, or while a
+    COPY streams the posting lists (psycopg then also warns on its own logger): one line
+    and exit code 20, no traceback; once it is back, the next run publishes everything the
+    first did not."""
     from click.testing import CliRunner
 
     from pg_server import EmbeddedPostgres
     from vaultctx.cli import cli
-    from vaultctx.storage.postgres import sync
+    from vaultctx.storage.postgres import postings, sync
 
     runner = CliRunner()
     with EmbeddedPostgres() as server:
@@ -830,13 +835,17 @@ def test_a_database_stopped_mid_publish_is_one_line_and_the_next_run_completes(
             cli, ["config", "database_url", url, "--vault", str(example_vault)]
         )
         assert configured.exit_code == 0, configured.output
-        update_doc_freqs = sync._update_doc_freqs
+        owner, name = (
+            (sync, "_update_doc_freqs") if stops_in == "a statement" else
+            (postings.SegmentRows, "copy_data")
+        )  # fmt: skip
+        step = getattr(owner, name)
 
-        def stopped_midway(pg, df):
-            server.pause()  # the blocks are written, the transaction still open
-            return update_doc_freqs(pg, df)
+        def stopped_midway(*args):
+            server.pause()  # the transaction open (and in a COPY, the COPY under way)
+            return step(*args)
 
-        monkeypatch.setattr(sync, "_update_doc_freqs", stopped_midway)
+        monkeypatch.setattr(owner, name, stopped_midway)
         failed = runner.invoke(cli, ["index", str(example_vault), "--no-embed"])
         monkeypatch.undo()
         assert failed.exit_code == IndexUnavailable.exit_code, failed.output
@@ -857,3 +866,22 @@ def test_a_database_stopped_mid_publish_is_one_line_and_the_next_run_completes(
                     assert table_rows(pg, table, columns) == lite_rows(vault, table, columns)
         finally:
             vault.close()
+
+
+def test_psycopg_s_own_warnings_print_nothing_beside_vaultctx_s_one_line() -> None:
+    """A COPY cut off by a lost connection makes psycopg warn on its logger ("error ignored
+    terminating <psycopg.Copy …>") as well as raise; the CLI reports the error in one line,
+    and with no handler of its own the warning would reach stderr through Python's last
+    resort as a second. A logging configuration of the user's still receives it."""
+    warn = (
+        "import logging, vaultctx.storage.postgres;"
+        " logging.getLogger('psycopg').warning('error ignored terminating <psycopg.Copy>')"
+    )
+    quiet = subprocess.run([sys.executable, "-c", warn], capture_output=True, text=True)
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    configured = subprocess.run(
+        [sys.executable, "-c", f"import logging; logging.basicConfig(); {warn}"],
+        capture_output=True,
+        text=True,
+    )
+    assert "error ignored terminating" in configured.stderr

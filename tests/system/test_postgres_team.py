@@ -104,6 +104,7 @@ def test_each_person_sees_what_they_may_and_nobody_sees_another_s_account_memori
                     seen[who].append(call(server, "POST", "/memory/search", body, token=token))
                 sent_for[who] = [json.dumps(r.body) for r in llm_server.requests[before:]]
             bob_touch = call(server, "POST", "/touch", {"note": "Finance/Budget"}, token=bob)
+            bob_missing = call(server, "POST", "/touch", {"note": "Finance/Nothing"}, token=bob)
             bob_conversation = call(
                 server, "POST", "/memory/search", {"query": "x", "tier": "conversation"}, token=bob
             )
@@ -117,6 +118,10 @@ def test_each_person_sees_what_they_may_and_nobody_sees_another_s_account_memori
     assert PUBLIC in answers["bob"]
     assert BUDGET not in answers["bob"] and ALICE not in answers["bob"]
     assert bob_touch[0] == 404 and bob_index[0] == 403
+    # a hidden note answers a member in the words of a missing one, naming no server path
+    hidden_said, missing_said = bob_touch[2]["message"], bob_missing[2]["message"]
+    assert hidden_said == missing_said.replace("Finance/Nothing", "Finance/Budget")
+    assert str(team_vault) not in hidden_said and "/" + team_vault.name not in hidden_said
     assert bob_conversation[0] == 200 and bob_conversation[2]["memories"] == []  # his own: none
     assert revoked[0] == 401 and nobody[0] == 401
     assert sent_for["alice"] and sent_for["bob"]  # the gate was asked for both of them

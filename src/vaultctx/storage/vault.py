@@ -390,8 +390,10 @@ def not_indexed(root: Path) -> NotIndexed:
 
 
 def note_not_found(note: str, root: Path) -> NoteNotFound:
-    """The one answer for a note that is not there, or that the reader may not see."""
-    return NoteNotFound(f"no note named {note!r} in {root}")
+    """The one answer for a note that is not there, or that the reader may not see. The
+    vault is named by its folder, not its path: the answer also goes to team members and to
+    a model, who learn nothing of the server's disk from it."""
+    return NoteNotFound(f"no note named {note!r} in {root.name or root}")
 
 
 def resolve_note(reads: IndexReads, note: str, root: Path) -> tuple[str, int]:

@@ -9,3 +9,11 @@ FTS5's own bm25 computed over those posting lists, so rankings match the SQLite 
 
 psycopg is imported here only: the `postgres` extra (`pip install 'vaultctx[postgres]'`).
 """
+
+import logging
+
+# A COPY cut off by a lost connection makes psycopg warn on its own logger as well as raise;
+# storage maps the error, and each door says it once. A library's logger with no handler
+# would reach stderr through Python's last resort, a second raw line; with this one the
+# warning goes only where the user's own logging configuration sends it.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
