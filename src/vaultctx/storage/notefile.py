@@ -12,6 +12,16 @@ from pathlib import Path
 
 from ..errors import NoteNotFound
 
+MARKDOWN, PDF, CANVAS = ".md", ".pdf", ".canvas"
+INDEXED_SUFFIXES = (MARKDOWN, PDF, CANVAS)
+"""The files the index holds: notes, and the PDFs and canvases kept beside them."""
+
+
+def file_kind(name: str) -> str:
+    """The suffix of an indexed file's name (`MARKDOWN`, `PDF`, `CANVAS`), or ''."""
+    lower = name.lower()
+    return next((suffix for suffix in INDEXED_SUFFIXES if lower.endswith(suffix)), "")
+
 
 @dataclass(frozen=True)
 class NoteText:

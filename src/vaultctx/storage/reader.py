@@ -23,9 +23,9 @@ from pathlib import Path, PurePosixPath
 from ..childproc import child_command, python_can_start, receive, send
 from .canvas import parse_canvas
 from .language import note_language
+from .notefile import CANVAS, PDF, file_kind
 from .parser import ParsedNote, parse_note
 from .pdf import extract_pdf, pdf_blocks
-from .scanner import CANVAS, PDF, file_kind
 
 PARALLEL_MIN_FILES = 400
 """Below this many files to read, a worker process would cost more than it saves."""
