@@ -128,6 +128,55 @@ def test_a_hostile_canvas_is_a_warning_for_that_file_only(tmp_path: Path, text: 
     assert parsed.warnings or not any(b.text for b in parsed.blocks)
 
 
+EDGED = {
+    "nodes": [
+        {"id": "g", "type": "group", "x": 0, "y": 0, "width": 500, "height": 500,
+         "label": "Forage"},
+        {"id": "f", "type": "file", "x": 20, "y": 20, "width": 100, "height": 100,
+         "file": "Forage.md"},
+        {"id": "t", "type": "text", "x": 600, "y": 0, "width": 200, "height": 100,
+         "text": "Queen marking"},
+        {"id": "w", "type": "link", "x": 1000, "y": 0, "width": 200, "height": 100,
+         "url": "https://example.org/marking"},
+        {"id": "h", "type": "file", "x": 600, "y": 300, "width": 200, "height": 100,
+         "file": "Hives.md"},
+    ],
+    "edges": [
+        {"id": "1", "fromNode": "t", "toNode": "h", "label": "which hives"},
+        {"id": "2", "fromNode": "h", "toNode": "w"},
+        {"id": "3", "fromNode": "g", "toNode": "f", "label": "inside"},
+        {"id": "4", "fromNode": "t", "toNode": "g", "label": "to the group"},
+        {"id": "5", "fromNode": "t", "toNode": "t"},
+        {"id": "6", "fromNode": "h", "toNode": "h"},
+    ],
+}  # fmt: skip
+
+
+def test_an_edge_from_a_text_or_web_card_to_a_note_card_is_a_link_in_that_card_s_block(
+    tmp_path: Path,
+) -> None:
+    """The text card is the canvas's own, so the edge says the canvas links to the note
+    there; an edge within a group or to one adds nothing, nor does a card's edge to itself."""
+    root = write_files(tmp_path / "vault", {**VAULT, "Edged.canvas": json.dumps(EDGED)})
+    with Workspace.open(root, {"embed": False}) as ws:
+        ws.index()
+        rows = query(
+            ws._vault.db.path,
+            "SELECT l.target, l.kind, l.alias, b.heading_path FROM links l"
+            " JOIN notes s ON s.id = l.source_id LEFT JOIN blocks b ON b.note_id = s.id"
+            " AND b.ordinal = l.block_ordinal WHERE s.path = ? ORDER BY l.id",
+            "Edged.canvas",
+        )
+        related = [c.path for c in ws.related("Hives", use_vectors=False).candidates]
+    assert rows == [
+        ("Forage.md", "canvas", None, "https://example.org/marking"),  # the card, in a group
+        ("Hives.md", "canvas", None, "https://example.org/marking"),  # the card
+        ("Hives.md", "canvas", "which hives", "Queen marking"),  # text card -> note card
+        ("Hives.md", "canvas", None, "https://example.org/marking"),  # note card -> web card
+    ]
+    assert "Edged.canvas" in related
+
+
 # --- PDFs ----------------------------------------------------------------------------------
 
 

@@ -1,5 +1,5 @@
 """Obsidian canvases (JSON Canvas 1.0) as notes: text cards are blocks, note cards and the
-edges between them are links.
+edges that touch them are links.
 
 A card's Markdown is read by the note parser's own parts (`blocks.py`, `links.py`), so a
 heading, a long card or a `[[link]]` on a canvas reads as it would in a note. Pure
@@ -51,12 +51,14 @@ def parse_canvas(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNot
     links: list[Link] = []
     tags: list[str] = []
     file_block: dict[str, int] = {}  # note card id -> the ordinal of the block it sits by
-    for node in sorted(nodes, key=lambda n: (n.y, n.x)):
+    card_block: dict[str, int] = {}  # text or web card id -> the ordinal of its first block
+    for node in _reading_order(nodes):
         group = _group_label(node, groups)
         if node.type == "text" and isinstance(node.raw.get("text"), str):
-            card = node.raw["text"].replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+            card = _card_markdown(node.raw["text"])
             masked = mask_code(card)
             first = len(blocks)
+            card_block[node.id] = first
             for block in split_blocks(card, masked, 1, chunk_tokens):
                 path = block.heading_path or ((_first_line(card),) if card.strip() else ())
                 blocks.append(replace(block, ordinal=len(blocks), heading_path=(*group, *path)[:8]))
@@ -74,8 +76,9 @@ def parse_canvas(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNot
         elif node.type == "link" and isinstance(node.raw.get("url"), str):
             url = node.raw["url"].strip()[:2048]
             if url:
+                card_block[node.id] = len(blocks)
                 blocks.append(Block(len(blocks), (*group, url[:_LABEL_CHARS]), 0, url, 1, 1, 1))
-    links.extend(_edges(data.get("edges"), by_id, file_block, warnings))
+    links.extend(_edges(data.get("edges"), by_id, file_block, card_block, warnings))
     if not blocks:
         blocks.append(Block(0, (), 0, "", 1, 1, 0))
     return ParsedNote(
@@ -133,18 +136,34 @@ def _nodes(raw: object) -> tuple[list[_Node], int]:
     return nodes, bad
 
 
+def _reading_order(nodes: list[_Node]) -> list[_Node]:
+    """Cards top to bottom, then left to right."""
+    return sorted(nodes, key=lambda n: (n.y, n.x))
+
+
+def _card_markdown(text: str) -> str:
+    """A text card's Markdown with its line ends made `\n` and no NUL."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+
+
+def _holds(group: _Node, node: _Node) -> bool:
+    """Whether `group`'s box holds `node`'s box: JSON Canvas puts a card in a group by
+    where it lies, not by a field."""
+    return (
+        group is not node
+        and group.x <= node.x
+        and group.y <= node.y
+        and node.x + node.width <= group.x + group.width
+        and node.y + node.height <= group.y + group.height
+    )
+
+
 def _group_label(node: _Node, groups: list[_Node]) -> tuple[str, ...]:
     """The label of the smallest labelled group whose box holds `node`'s box, if any."""
     holding = [
         g
         for g in groups
-        if g is not node
-        and isinstance(g.raw.get("label"), str)
-        and g.raw["label"].strip()
-        and g.x <= node.x
-        and g.y <= node.y
-        and node.x + node.width <= g.x + g.width
-        and node.y + node.height <= g.y + g.height
+        if isinstance(g.raw.get("label"), str) and g.raw["label"].strip() and _holds(g, node)
     ]
     if not holding:
         return ()
@@ -153,10 +172,19 @@ def _group_label(node: _Node, groups: list[_Node]) -> tuple[str, ...]:
 
 
 def _edges(
-    raw: object, by_id: dict[str, _Node], file_block: dict[str, int], warnings: list[str]
+    raw: object,
+    by_id: dict[str, _Node],
+    file_block: dict[str, int],
+    card_block: dict[str, int],
+    warnings: list[str],
 ) -> list[Link]:
-    """An edge that ends on a note card is a link of the canvas to that note, its label as
-    the link's text: the canvas says the two cards it joins belong together."""
+    """An edge that touches a note card is one more link of the canvas to that note, its
+    label as the link's text: the canvas says the two cards it joins belong together. The
+    note is the card the edge points at (`toNode`), else the card it comes from; the other
+    end — a text or web card, a group, another card — is part of the canvas, and the link
+    sits in its block. An edge between a group and a card inside it joins nothing the
+    card did not (the card is a link already), and an edge to a group is no link to the
+    cards in it."""
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -170,14 +198,18 @@ def _edges(
             bad += 1
             continue
         source, target = by_id[edge["fromNode"]], by_id[edge["toNode"]]
-        if source.type != "file" or target.id not in file_block:
+        note, other = (target, source) if target.id in file_block else (source, target)
+        if note.id not in file_block or note is other:
             continue
-        link = card_link(target.raw["file"], target.raw.get("subpath"))
+        if other.type == "group" and _holds(other, note):
+            continue
+        link = card_link(note.raw["file"], note.raw.get("subpath"))
         if link is None:
             continue
         label = edge.get("label")
         alias = _first_line(label) if isinstance(label, str) and label.strip() else None
-        links.append(replace(link, alias=alias, block=file_block.get(source.id, 0)))
+        block = card_block.get(other.id, file_block.get(other.id, file_block[note.id]))
+        links.append(replace(link, alias=alias, block=block))
     if bad:
         warnings.append(f"{bad} canvas edge(s) without both ends on the canvas are left out")
     return links
