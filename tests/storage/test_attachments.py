@@ -11,11 +11,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mcp.client import Client
 
 from conftest import query, write_files
 from pdf_files import make_pdf
+from server_helpers import run_session
 from vaultctx import Workspace
-from vaultctx.storage.canvas import parse_canvas
+from vaultctx.cli import cli
+from vaultctx.storage.canvas import canvas_markdown, parse_canvas
 from vaultctx.storage.indexer import LinkResolver
 from vaultctx.storage.pdf import PDF_MEMORY_BYTES, extract_pdf
 
@@ -177,6 +183,77 @@ def test_an_edge_from_a_text_or_web_card_to_a_note_card_is_a_link_in_that_card_s
     assert "Edged.canvas" in related
 
 
+def test_a_canvas_reads_as_markdown_its_cards_by_group_then_its_edges() -> None:
+    assert canvas_markdown(json.dumps(BOARD)) == (
+        "https://example.org/heather\n\n"
+        "## Summer plan\n\n"
+        "Move the hives to the heather moor\n\nin August, before [[Forage]] fails\n\n---\n\n"
+        "[[Hives.md]]\n\n---\n\n"
+        "[[Papers/paper.pdf#page=3]]\n\n"
+        "## Connections\n\n"
+        "- [[Hives.md]] → [[Papers/paper.pdf#page=3]]: evidence\n"
+    )
+    edges = canvas_markdown(json.dumps(EDGED)).split("## Connections\n\n")[1].splitlines()
+    assert edges == [
+        '- "Queen marking" → [[Hives.md]]: which hives',
+        "- [[Hives.md]] → https://example.org/marking",
+        '- the group "Forage" → [[Forage.md]]: inside',
+        '- "Queen marking" → the group "Forage": to the group',
+        '- "Queen marking" → "Queen marking"',
+        "- [[Hives.md]] → [[Hives.md]]",
+    ]
+    both = {"nodes": EDGED["nodes"], "edges": [
+        {"id": "a", "fromNode": "t", "toNode": "h", "fromEnd": "arrow"},
+        {"id": "b", "fromNode": "t", "toNode": "h", "fromEnd": "arrow", "toEnd": "none"},
+        {"id": "c", "fromNode": "t", "toNode": "h", "toEnd": "none"},
+    ]}  # fmt: skip
+    arrows = [line.split()[-2] for line in canvas_markdown(json.dumps(both)).splitlines()[-3:]]
+    assert arrows == ["↔", "←", "—"]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner),
+    max_leaves=12,
+)
+CARD = st.fixed_dictionaries(
+    {"id": st.sampled_from(["a", "b", "c", 7]), "type": st.sampled_from(
+        ["text", "file", "link", "group", "other", 3]
+    )},
+    optional={
+        "x": st.integers(-50, 50) | JSON, "y": st.integers(-50, 50), "width": st.integers(0, 99),
+        "height": st.integers(0, 99), "text": st.text(max_size=30) | JSON,
+        "file": st.sampled_from(["Hives.md", "a.pdf", "b.canvas", "c.png", "/", ""]) | JSON,
+        "subpath": st.sampled_from(["#H", "#^b", "page=3", ""]) | JSON,
+        "url": st.text(max_size=10) | JSON, "label": st.text(max_size=10) | JSON,
+    },
+)  # fmt: skip
+EDGE = st.fixed_dictionaries(
+    {"fromNode": st.sampled_from(["a", "b", "c", "zz"]) | JSON,
+     "toNode": st.sampled_from(["a", "b", "c"]) | JSON},
+    optional={"label": st.text(max_size=10) | JSON, "fromEnd": JSON, "toEnd": JSON},
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(nodes=st.lists(CARD, max_size=6) | JSON, edges=st.lists(EDGE | JSON, max_size=6) | JSON)
+def test_any_canvas_parses_and_reads_without_raising_and_links_only_its_file_cards(
+    nodes: object, edges: object
+) -> None:
+    text = json.dumps({"nodes": nodes, "edges": edges})
+    parsed = parse_canvas(text, "x.canvas")
+    markdown = canvas_markdown(text)
+    assert isinstance(markdown, str) and "\x00" not in markdown
+    files = {
+        n["file"].strip().lstrip("/")
+        for n in (nodes if isinstance(nodes, list) else [])
+        if isinstance(n, dict) and n.get("type") == "file" and isinstance(n.get("file"), str)
+    }
+    cards = {link.target for link in parsed.links if link.kind == "canvas"}
+    assert cards <= files
+    assert all(0 <= link.block < len(parsed.blocks) for link in parsed.links)
+
+
 # --- PDFs ----------------------------------------------------------------------------------
 
 
@@ -274,6 +351,55 @@ def test_a_decompression_bomb_stops_at_the_memory_ceiling(tmp_path: Path) -> Non
     assert time.perf_counter() - started < 30
     assert text.pages == []
     assert "its reader stopped (out of memory, or a crash)" in text.problems[0]
+
+
+# --- reading them --------------------------------------------------------------------------
+
+PAPER_TEXT = (
+    "## Introduction > page 1\n\nForaging Range of Honey Bees\nA field study\n\n"
+    "## Introduction > page 2\n\nMethods\nColonies were moved to the heath in June.\n\n"
+    "## Results > page 3\n\nResults\nThe waggle run lasts longer for flowers farther from the"
+    " hive.\n"
+)
+
+
+def test_every_door_reads_a_pdf_page_by_page_and_a_canvas_as_markdown(tmp_path: Path) -> None:
+    """`read_note`, `vaultctx open` and the MCP tool give the one readable text of a file:
+    never a PDF's bytes or a canvas's JSON."""
+    root = write_files(tmp_path / "vault", VAULT)
+    with Workspace.open(root, {"embed": False}) as ws:
+        ws.index()
+        python = {name: ws.read_note(name).content for name in ("paper.pdf", "Board.canvas")}
+    assert python == {
+        "paper.pdf": PAPER_TEXT,
+        "Board.canvas": canvas_markdown(VAULT["Board.canvas"]),
+    }
+    runner = CliRunner()
+    for name, text in python.items():
+        done = runner.invoke(cli, ["open", name, "-V", str(root), "--json"])
+        assert done.exit_code == 0, done.output
+        assert json.loads(done.output)["content"] == text
+
+    async def steps(client: Client) -> dict[str, object]:
+        found = {}
+        for name in python:
+            result = await client.call_tool("read_note", {"note": name})
+            found[name] = json.loads(result.content[0].text)["content"]
+        return found
+
+    assert run_session(root, steps, "--no-vectors") == python
+
+
+def test_a_long_pdf_page_reads_under_its_heading_once(tmp_path: Path) -> None:
+    page = "\n\n".join(f"Frame {n} holds capped brood and pollen in rings." for n in range(40))
+    root = write_files(tmp_path / "vault", {"long.pdf": make_pdf([page.replace("\n\n", "\n")])})
+    with Workspace.open(root, {"embed": False, "chunk_tokens": 32}) as ws:
+        ws.index()
+        blocks = blocks_of(ws, "long.pdf")
+        text = ws.read_note("long.pdf").content
+    assert len(blocks) > 1 and {heading for heading, _, _ in blocks} == {"page 1"}
+    assert text.count("## page 1") == 1
+    assert text == "## page 1\n\n" + "\n\n".join(body for _, body, _ in blocks) + "\n"
 
 
 # --- links into them -----------------------------------------------------------------------

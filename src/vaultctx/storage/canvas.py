@@ -1,5 +1,5 @@
 """Obsidian canvases (JSON Canvas 1.0) as notes: text cards are blocks, note cards and the
-edges that touch them are links.
+edges that touch them are links; and a canvas as Markdown, for whoever reads its text.
 
 A card's Markdown is read by the note parser's own parts (`blocks.py`, `links.py`), so a
 heading, a long card or a `[[link]]` on a canvas reads as it would in a note. Pure
@@ -91,6 +91,93 @@ def parse_canvas(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNot
         links=tuple(links),
         warnings=tuple(warnings),
     )
+
+
+def canvas_markdown(text: str) -> str:
+    """A canvas as a person reads it, for a client or a model that asks for its text: the
+    cards in reading order, those in a group under its label (`## Summer plan`), a text
+    card as its Markdown, a file card as its `[[link]]`, a web card as its URL; then the
+    edges, one a line (`- "Plan" → [[Hives.md]]: evidence`). Not JSON Canvas: no text."""
+    try:
+        data = json.loads(text.removeprefix("\ufeff"))
+    except (ValueError, RecursionError):
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    nodes, _ = _nodes(data.get("nodes"))
+    groups = [n for n in nodes if n.type == "group"]
+    sections: dict[tuple[str, ...], list[str]] = {(): []}
+    for node in _reading_order(nodes):
+        card = _card_text(node)
+        if card:
+            sections.setdefault(_group_label(node, groups), []).append(card)
+    parts: list[str] = []
+    for label, cards in sections.items():
+        if cards:
+            parts.extend([f"## {label[0]}"] if label else [])
+            parts.append("\n\n---\n\n".join(cards))
+    by_id = {n.id: n for n in nodes}
+    edges = _edges_read(data.get("edges"), by_id)
+    if edges:
+        parts.append("## Connections\n\n" + "\n".join(edges))
+    return "\n\n".join(parts) + "\n" if parts else ""
+
+
+def _card_text(node: _Node) -> str:
+    """One card as it reads on the canvas; '' for a group or an empty card."""
+    if node.type == "text" and isinstance(node.raw.get("text"), str):
+        return _card_markdown(node.raw["text"]).strip()
+    if node.type == "file" and isinstance(node.raw.get("file"), str):
+        return _file_name(node)
+    if node.type == "link" and isinstance(node.raw.get("url"), str):
+        return node.raw["url"].strip()[:2048]
+    return ""
+
+
+def _file_name(node: _Node) -> str:
+    """A file card as a wiki-link to the file (and its `subpath`)."""
+    path = node.raw["file"].strip().lstrip("/")
+    subpath = node.raw.get("subpath")
+    fragment = subpath.strip() if isinstance(subpath, str) and subpath.strip() else ""
+    if fragment and not fragment.startswith("#"):
+        fragment = f"#{fragment}"
+    return f"[[{path}{fragment}]]" if path else ""
+
+
+def _card_name(node: _Node) -> str:
+    """How an edge's line names a card: a file by its link, a group by its label, a text
+    card by its first line in quotes, a web card by its URL."""
+    if node.type == "file" and isinstance(node.raw.get("file"), str):
+        return _file_name(node) or "a file card"
+    if node.type == "group":
+        label = node.raw.get("label")
+        return f'the group "{_first_line(label)}"' if isinstance(label, str) else "a group"
+    if node.type == "link" and isinstance(node.raw.get("url"), str):
+        return node.raw["url"].strip()[:_LABEL_CHARS]
+    if node.type == "text" and isinstance(node.raw.get("text"), str):
+        return f'"{_first_line(_card_markdown(node.raw["text"]))}"'
+    return "a card"
+
+
+_ARROWS = {(False, True): "→", (True, False): "←", (True, True): "↔", (False, False): "—"}
+
+
+def _edges_read(raw: object, by_id: dict[str, _Node]) -> list[str]:
+    """Each edge between two cards on the canvas, as a line: its ends, drawn as its arrows
+    are (JSON Canvas: `fromEnd` defaults to none, `toEnd` to an arrow), and its label."""
+    lines = []
+    for edge in raw if isinstance(raw, list) else []:
+        if not isinstance(edge, dict):
+            continue
+        ends = (edge.get("fromNode"), edge.get("toNode"))
+        source, target = (by_id.get(end) if isinstance(end, str) else None for end in ends)
+        if source is None or target is None:
+            continue
+        arrow = _ARROWS[edge.get("fromEnd") == "arrow", edge.get("toEnd", "arrow") != "none"]
+        label = edge.get("label")
+        said = f": {_first_line(label)}" if isinstance(label, str) and label.strip() else ""
+        lines.append(f"- {_card_name(source)} {arrow} {_card_name(target)}{said}")
+    return lines
 
 
 def card_link(path: str, subpath: object = None) -> Link | None:
