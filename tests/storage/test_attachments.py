@@ -23,7 +23,7 @@ from vaultctx import Workspace
 from vaultctx.cli import cli
 from vaultctx.storage.canvas import canvas_markdown, parse_canvas
 from vaultctx.storage.indexer import LinkResolver
-from vaultctx.storage.pdf import PDF_MEMORY_BYTES, extract_pdf
+from vaultctx.storage.pdf import PDF_MEMORY_BYTES, PdfReader, extract_pdf
 
 PAPER = make_pdf(
     [
@@ -351,6 +351,43 @@ def test_a_decompression_bomb_stops_at_the_memory_ceiling(tmp_path: Path) -> Non
     assert time.perf_counter() - started < 30
     assert text.pages == []
     assert "its reader stopped (out of memory, or a crash)" in text.problems[0]
+
+
+def test_one_reader_reads_a_run_of_pdfs_and_a_damaged_one_keeps_it(tmp_path: Path) -> None:
+    files = {"a.pdf": PAPER, "damaged.pdf": HOSTILE["damaged.pdf"][0], "b.pdf": PAPER}
+    root = write_files(tmp_path, files)
+    with PdfReader() as reader:
+        texts = {name: reader.read(str(root / name)) for name in files}
+        started = reader.started
+    assert started == 1
+    assert texts["a.pdf"] == texts["b.pdf"] == extract_pdf(str(root / "a.pdf"))
+    assert texts["a.pdf"].pages[2].startswith("Results") and texts["a.pdf"].problems == []
+    assert "not a PDF that can be read" in texts["damaged.pdf"].problems[0]
+
+
+def test_a_reader_that_died_between_pdfs_is_replaced_at_no_pdf_s_cost(tmp_path: Path) -> None:
+    root = write_files(tmp_path, {"a.pdf": PAPER})
+    with PdfReader() as reader:
+        first = reader.read(str(root / "a.pdf"))
+        assert reader._process is not None
+        reader._process.kill()
+        reader._process.wait()
+        again = reader.read(str(root / "a.pdf"))
+        started = reader.started
+    assert again == first and again.problems == []
+    assert started == 2
+
+
+@pytest.mark.slow
+def test_a_pdf_that_stops_its_reader_costs_only_itself(tmp_path: Path) -> None:
+    bomb = make_pdf(["boom"], bomb_bytes=2 * PDF_MEMORY_BYTES)
+    root = write_files(tmp_path, {"a.pdf": PAPER, "bomb.pdf": bomb, "b.pdf": PAPER})
+    with PdfReader() as reader:
+        texts = [reader.read(str(root / name)) for name in ("a.pdf", "bomb.pdf", "b.pdf")]
+        started = reader.started
+    assert texts[0] == texts[2] and texts[0].problems == [] and len(texts[0].pages) == 3
+    assert texts[1].pages == [] and "its reader stopped" in texts[1].problems[0]
+    assert started == 2
 
 
 # --- reading them --------------------------------------------------------------------------
