@@ -298,7 +298,8 @@ def _add_tools(server: MCPServer, ws: Workspace, *, use_vectors: bool) -> None:
     @server.tool(title="Read a note", annotations=READ_ONLY)
     @tool_errors
     def read_note(note: str) -> dict[str, Any]:
-        """The full Markdown of one note, named by its vault path, file name, title or alias."""
+        """The full text of one note, named by its vault path, file name, title or alias: a
+        note's Markdown; a PDF's text page by page, a canvas's cards, as Markdown."""
         return ws.read_note(note, max_chars=MAX_NOTE_CHARS).to_dict()
 
     @offer(operations.ContextRequest, "Context for a task, within a token budget",

@@ -21,7 +21,7 @@ from .permissions import Destination, PersonPolicy, VaultPolicy, confine
 from .permissions.view import IndexView, ReadScope
 from .storage import Embedder, IndexReport, IndexStatus, Vault, VaultWatcher
 from .storage.db import erase_tree
-from .storage.notefile import NoteText, is_pdf, pdf_note_text, read_note_file
+from .storage.notefile import NoteText, read_vault_file
 from .storage.vault import note_not_found, resolve_note
 
 if TYPE_CHECKING:
@@ -473,16 +473,17 @@ class Workspace:
             raise
 
     def read_note(self, note: str, *, max_chars: int | None = None) -> NoteText:
-        """The Markdown of a note a client may read (`find_note`), read from disk now (a
-        PDF's text as indexed, page by page). If its file became a symlink since the index
-        run, the policy judges the target too."""
+        """The text of a note a client may read (`find_note`), as `read_vault_file` reads
+        it: a note's Markdown from disk now, a canvas's cards, a PDF's indexed text page by
+        page. If its file became a symlink since the index run, the policy judges the
+        target too."""
         path, note_id = self._find(note)
         real = confine(self.root, path).relative_to(self.root).as_posix()
         if real != path and not self._view().readable(real):
             raise note_not_found(note, self.root)
-        if is_pdf(path):  # its bytes are no text: the text the index read from it, by page
-            return pdf_note_text(path, self._view().note_sections(note_id), max_chars)
-        return read_note_file(self.root, path, max_chars)
+        return read_vault_file(
+            self.root, path, lambda: self._view().note_sections(note_id), max_chars
+        )
 
     def touch(self, note: str, *, kind: str = "touch") -> str:
         """Record that the user opened or worked on `note` (path, file name, title or alias),

@@ -11,13 +11,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mcp.client import Client
 
 from conftest import query, write_files
 from pdf_files import make_pdf
+from server_helpers import run_session
 from vaultctx import Workspace
-from vaultctx.storage.canvas import parse_canvas
+from vaultctx.cli import cli
+from vaultctx.storage.canvas import canvas_markdown, parse_canvas
 from vaultctx.storage.indexer import LinkResolver
-from vaultctx.storage.pdf import PDF_MEMORY_BYTES, extract_pdf
+from vaultctx.storage.pdf import PDF_MEMORY_BYTES, PdfReader, extract_pdf
 
 PAPER = make_pdf(
     [
@@ -128,6 +134,126 @@ def test_a_hostile_canvas_is_a_warning_for_that_file_only(tmp_path: Path, text: 
     assert parsed.warnings or not any(b.text for b in parsed.blocks)
 
 
+EDGED = {
+    "nodes": [
+        {"id": "g", "type": "group", "x": 0, "y": 0, "width": 500, "height": 500,
+         "label": "Forage"},
+        {"id": "f", "type": "file", "x": 20, "y": 20, "width": 100, "height": 100,
+         "file": "Forage.md"},
+        {"id": "t", "type": "text", "x": 600, "y": 0, "width": 200, "height": 100,
+         "text": "Queen marking"},
+        {"id": "w", "type": "link", "x": 1000, "y": 0, "width": 200, "height": 100,
+         "url": "https://example.org/marking"},
+        {"id": "h", "type": "file", "x": 600, "y": 300, "width": 200, "height": 100,
+         "file": "Hives.md"},
+    ],
+    "edges": [
+        {"id": "1", "fromNode": "t", "toNode": "h", "label": "which hives"},
+        {"id": "2", "fromNode": "h", "toNode": "w"},
+        {"id": "3", "fromNode": "g", "toNode": "f", "label": "inside"},
+        {"id": "4", "fromNode": "t", "toNode": "g", "label": "to the group"},
+        {"id": "5", "fromNode": "t", "toNode": "t"},
+        {"id": "6", "fromNode": "h", "toNode": "h"},
+    ],
+}  # fmt: skip
+
+
+def test_an_edge_from_a_text_or_web_card_to_a_note_card_is_a_link_in_that_card_s_block(
+    tmp_path: Path,
+) -> None:
+    """The text card is the canvas's own, so the edge says the canvas links to the note
+    there; an edge within a group or to one adds nothing, nor does a card's edge to itself."""
+    root = write_files(tmp_path / "vault", {**VAULT, "Edged.canvas": json.dumps(EDGED)})
+    with Workspace.open(root, {"embed": False}) as ws:
+        ws.index()
+        rows = query(
+            ws._vault.db.path,
+            "SELECT l.target, l.kind, l.alias, b.heading_path FROM links l"
+            " JOIN notes s ON s.id = l.source_id LEFT JOIN blocks b ON b.note_id = s.id"
+            " AND b.ordinal = l.block_ordinal WHERE s.path = ? ORDER BY l.id",
+            "Edged.canvas",
+        )
+        related = [c.path for c in ws.related("Hives", use_vectors=False).candidates]
+    assert rows == [
+        ("Forage.md", "canvas", None, "https://example.org/marking"),  # the card, in a group
+        ("Hives.md", "canvas", None, "https://example.org/marking"),  # the card
+        ("Hives.md", "canvas", "which hives", "Queen marking"),  # text card -> note card
+        ("Hives.md", "canvas", None, "https://example.org/marking"),  # note card -> web card
+    ]
+    assert "Edged.canvas" in related
+
+
+def test_a_canvas_reads_as_markdown_its_cards_by_group_then_its_edges() -> None:
+    assert canvas_markdown(json.dumps(BOARD)) == (
+        "https://example.org/heather\n\n"
+        "## Summer plan\n\n"
+        "Move the hives to the heather moor\n\nin August, before [[Forage]] fails\n\n---\n\n"
+        "[[Hives.md]]\n\n---\n\n"
+        "[[Papers/paper.pdf#page=3]]\n\n"
+        "## Connections\n\n"
+        "- [[Hives.md]] → [[Papers/paper.pdf#page=3]]: evidence\n"
+    )
+    edges = canvas_markdown(json.dumps(EDGED)).split("## Connections\n\n")[1].splitlines()
+    assert edges == [
+        '- "Queen marking" → [[Hives.md]]: which hives',
+        "- [[Hives.md]] → https://example.org/marking",
+        '- the group "Forage" → [[Forage.md]]: inside',
+        '- "Queen marking" → the group "Forage": to the group',
+        '- "Queen marking" → "Queen marking"',
+        "- [[Hives.md]] → [[Hives.md]]",
+    ]
+    both = {"nodes": EDGED["nodes"], "edges": [
+        {"id": "a", "fromNode": "t", "toNode": "h", "fromEnd": "arrow"},
+        {"id": "b", "fromNode": "t", "toNode": "h", "fromEnd": "arrow", "toEnd": "none"},
+        {"id": "c", "fromNode": "t", "toNode": "h", "toEnd": "none"},
+    ]}  # fmt: skip
+    arrows = [line.split()[-2] for line in canvas_markdown(json.dumps(both)).splitlines()[-3:]]
+    assert arrows == ["↔", "←", "—"]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner),
+    max_leaves=12,
+)
+CARD = st.fixed_dictionaries(
+    {"id": st.sampled_from(["a", "b", "c", 7]), "type": st.sampled_from(
+        ["text", "file", "link", "group", "other", 3]
+    )},
+    optional={
+        "x": st.integers(-50, 50) | JSON, "y": st.integers(-50, 50), "width": st.integers(0, 99),
+        "height": st.integers(0, 99), "text": st.text(max_size=30) | JSON,
+        "file": st.sampled_from(["Hives.md", "a.pdf", "b.canvas", "c.png", "/", ""]) | JSON,
+        "subpath": st.sampled_from(["#H", "#^b", "page=3", ""]) | JSON,
+        "url": st.text(max_size=10) | JSON, "label": st.text(max_size=10) | JSON,
+    },
+)  # fmt: skip
+EDGE = st.fixed_dictionaries(
+    {"fromNode": st.sampled_from(["a", "b", "c", "zz"]) | JSON,
+     "toNode": st.sampled_from(["a", "b", "c"]) | JSON},
+    optional={"label": st.text(max_size=10) | JSON, "fromEnd": JSON, "toEnd": JSON},
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(nodes=st.lists(CARD, max_size=6) | JSON, edges=st.lists(EDGE | JSON, max_size=6) | JSON)
+def test_any_canvas_parses_and_reads_without_raising_and_links_only_its_file_cards(
+    nodes: object, edges: object
+) -> None:
+    text = json.dumps({"nodes": nodes, "edges": edges})
+    parsed = parse_canvas(text, "x.canvas")
+    markdown = canvas_markdown(text)
+    assert isinstance(markdown, str) and "\x00" not in markdown
+    files = {
+        n["file"].strip().lstrip("/")
+        for n in (nodes if isinstance(nodes, list) else [])
+        if isinstance(n, dict) and n.get("type") == "file" and isinstance(n.get("file"), str)
+    }
+    cards = {link.target for link in parsed.links if link.kind == "canvas"}
+    assert cards <= files
+    assert all(0 <= link.block < len(parsed.blocks) for link in parsed.links)
+
+
 # --- PDFs ----------------------------------------------------------------------------------
 
 
@@ -225,6 +351,92 @@ def test_a_decompression_bomb_stops_at_the_memory_ceiling(tmp_path: Path) -> Non
     assert time.perf_counter() - started < 30
     assert text.pages == []
     assert "its reader stopped (out of memory, or a crash)" in text.problems[0]
+
+
+def test_one_reader_reads_a_run_of_pdfs_and_a_damaged_one_keeps_it(tmp_path: Path) -> None:
+    files = {"a.pdf": PAPER, "damaged.pdf": HOSTILE["damaged.pdf"][0], "b.pdf": PAPER}
+    root = write_files(tmp_path, files)
+    with PdfReader() as reader:
+        texts = {name: reader.read(str(root / name)) for name in files}
+        started = reader.started
+    assert started == 1
+    assert texts["a.pdf"] == texts["b.pdf"] == extract_pdf(str(root / "a.pdf"))
+    assert texts["a.pdf"].pages[2].startswith("Results") and texts["a.pdf"].problems == []
+    assert "not a PDF that can be read" in texts["damaged.pdf"].problems[0]
+
+
+def test_a_reader_that_died_between_pdfs_is_replaced_at_no_pdf_s_cost(tmp_path: Path) -> None:
+    root = write_files(tmp_path, {"a.pdf": PAPER})
+    with PdfReader() as reader:
+        first = reader.read(str(root / "a.pdf"))
+        assert reader._process is not None
+        reader._process.kill()
+        reader._process.wait()
+        again = reader.read(str(root / "a.pdf"))
+        started = reader.started
+    assert again == first and again.problems == []
+    assert started == 2
+
+
+@pytest.mark.slow
+def test_a_pdf_that_stops_its_reader_costs_only_itself(tmp_path: Path) -> None:
+    bomb = make_pdf(["boom"], bomb_bytes=2 * PDF_MEMORY_BYTES)
+    root = write_files(tmp_path, {"a.pdf": PAPER, "bomb.pdf": bomb, "b.pdf": PAPER})
+    with PdfReader() as reader:
+        texts = [reader.read(str(root / name)) for name in ("a.pdf", "bomb.pdf", "b.pdf")]
+        started = reader.started
+    assert texts[0] == texts[2] and texts[0].problems == [] and len(texts[0].pages) == 3
+    assert texts[1].pages == [] and "its reader stopped" in texts[1].problems[0]
+    assert started == 2
+
+
+# --- reading them --------------------------------------------------------------------------
+
+PAPER_TEXT = (
+    "## Introduction > page 1\n\nForaging Range of Honey Bees\nA field study\n\n"
+    "## Introduction > page 2\n\nMethods\nColonies were moved to the heath in June.\n\n"
+    "## Results > page 3\n\nResults\nThe waggle run lasts longer for flowers farther from the"
+    " hive.\n"
+)
+
+
+def test_every_door_reads_a_pdf_page_by_page_and_a_canvas_as_markdown(tmp_path: Path) -> None:
+    """`read_note`, `vaultctx open` and the MCP tool give the one readable text of a file:
+    never a PDF's bytes or a canvas's JSON."""
+    root = write_files(tmp_path / "vault", VAULT)
+    with Workspace.open(root, {"embed": False}) as ws:
+        ws.index()
+        python = {name: ws.read_note(name).content for name in ("paper.pdf", "Board.canvas")}
+    assert python == {
+        "paper.pdf": PAPER_TEXT,
+        "Board.canvas": canvas_markdown(VAULT["Board.canvas"]),
+    }
+    runner = CliRunner()
+    for name, text in python.items():
+        done = runner.invoke(cli, ["open", name, "-V", str(root), "--json"])
+        assert done.exit_code == 0, done.output
+        assert json.loads(done.output)["content"] == text
+
+    async def steps(client: Client) -> dict[str, object]:
+        found = {}
+        for name in python:
+            result = await client.call_tool("read_note", {"note": name})
+            found[name] = json.loads(result.content[0].text)["content"]
+        return found
+
+    assert run_session(root, steps, "--no-vectors") == python
+
+
+def test_a_long_pdf_page_reads_under_its_heading_once(tmp_path: Path) -> None:
+    page = "\n\n".join(f"Frame {n} holds capped brood and pollen in rings." for n in range(40))
+    root = write_files(tmp_path / "vault", {"long.pdf": make_pdf([page.replace("\n\n", "\n")])})
+    with Workspace.open(root, {"embed": False, "chunk_tokens": 32}) as ws:
+        ws.index()
+        blocks = blocks_of(ws, "long.pdf")
+        text = ws.read_note("long.pdf").content
+    assert len(blocks) > 1 and {heading for heading, _, _ in blocks} == {"page 1"}
+    assert text.count("## page 1") == 1
+    assert text == "## page 1\n\n" + "\n\n".join(body for _, body, _ in blocks) + "\n"
 
 
 # --- links into them -----------------------------------------------------------------------

@@ -53,9 +53,9 @@ def chunks_read_here(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sizes: list[int] = []
     real = reader.read_notes
 
-    def counting(jobs, chunk_tokens):
+    def counting(jobs, chunk_tokens, pdfs=None):
         sizes.append(len(jobs))
-        return real(jobs, chunk_tokens)
+        return real(jobs, chunk_tokens, pdfs)
 
     monkeypatch.setattr(reader, "read_notes", counting)
     return sizes

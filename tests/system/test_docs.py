@@ -18,6 +18,7 @@ import pytest
 
 from conftest import REPO_ROOT
 from vaultctx.cli import cli
+from vaultctx.config import Config
 
 DOCS = REPO_ROOT / "docs"
 README = REPO_ROOT / "README.md"
@@ -95,6 +96,13 @@ def absolute_env(**extra: str) -> dict[str, str]:
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     pythonpath = os.pathsep.join(os.path.abspath(p) for p in paths if p)
     return os.environ | {"PYTHONPATH": pythonpath, "COLUMNS": "96"} | extra
+
+
+def test_every_setting_is_named_on_the_configuration_page() -> None:
+    page = (DOCS / "configuration.md").read_text(encoding="utf-8")
+    named = {re.sub(r"<\w+>", r"\\w+", n) for n in re.findall(r"`([a-z_<>]+)`", page)}
+    unnamed = [key for key in Config.model_fields if not any(re.fullmatch(n, key) for n in named)]
+    assert unnamed == [], "settings docs/configuration.md does not name"
 
 
 def test_the_readme_shows_console_commands_and_one_python_example() -> None:

@@ -703,28 +703,33 @@ def test_a_hidden_note_named_by_title_alias_or_path_fails_exactly_like_a_missing
     assert all(not exposed(a, n) for (_, n), a in answers.items())
 
 
-def test_an_agent_tool_asked_by_a_denied_note_s_title_answers_as_for_a_missing_note(
-    door_vault: Path, llm_server: LLMServer, model: AgentModel
+@pytest.mark.parametrize("processes", [True, False], ids=["child-process", "thread"])
+def test_an_agent_tool_asked_by_a_denied_note_pdf_or_canvas_answers_as_for_a_missing_one(
+    door_vault: Path, llm_server: LLMServer, model: AgentModel, processes: bool
 ) -> None:
-    twin = "Copperleaf Ledger"
+    pairs = (NAME_PAIRS[0], ("Private/secret.pdf", "Private/absent.pdf"), NAME_PAIRS[-1])
     model.orchestrator.extend(
         [
             Reply(
-                tool_calls=(
-                    ToolCallReply("read_note", {"path": TITLE}, id="hidden"),
-                    ToolCallReply("read_note", {"path": twin}, id="missing"),
+                tool_calls=tuple(
+                    ToolCallReply("read_note", {"path": name}, id=f"{i}-{name}")
+                    for i, pair in enumerate(pairs)
+                    for name in pair
                 )
             ),
             Reply(content="Nothing there."),
         ]
     )
-    with Workspace.open(door_vault, {"embed": False, **model_config(llm_server)}) as ws:
+    config = {"embed": False, "agent_processes": processes, **model_config(llm_server)}
+    with Workspace.open(door_vault, config) as ws:
         ws.index()
         ws.ask("What does the strongroom ledger say?")
     after = model.seen["orchestrator"][1].messages
     results = {m["tool_call_id"]: m["content"] for m in after if m.get("role") == "tool"}
-    assert results["hidden"].replace(TITLE, "<name>") == results["missing"].replace(twin, "<name>")
-    assert not exposed(results["hidden"], TITLE)
+    for i, (name, twin) in enumerate(pairs):
+        hidden, missing = results[f"{i}-{name}"], results[f"{i}-{twin}"]
+        assert hidden.replace(name, "<name>") == missing.replace(twin, "<name>"), name
+        assert "note_not_found" in hidden and not exposed(hidden, name)
 
 
 def test_a_write_tool_aimed_at_a_hidden_path_answers_as_where_no_note_is(

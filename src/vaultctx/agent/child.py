@@ -2,8 +2,9 @@
 
 It stays light — no index, no embedding model, no litellm, no pydantic: admitting a tool
 call (its arguments, path and permission), select, link and tag lookups, writes, memory and
-model calls are requests to the parent, which holds all of them warm. Running the tools'
-handlers and reading note files happen here. Over the pipe (`vaultctx.childproc` frames):
+model calls are requests to the parent, which holds all of them warm, and so is a PDF's
+text (the index's). Running the tools' handlers and reading note files happen here. Over
+the pipe (`vaultctx.childproc` frames):
 
     parent → child   a `Job`; later ("ok", value) or ("raise", error), one per request
     child → parent   ("request", name, args, kwargs)  answered before the child goes on
@@ -16,6 +17,7 @@ leaves both as the parent last committed them.
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -25,7 +27,7 @@ from typing import Any, BinaryIO
 from ..childproc import receive, send
 from ..llm.client import Completion
 from ..permissions.capability import Capability
-from ..storage.notefile import read_note_file
+from ..storage.notefile import read_vault_file
 from .jobs import Job, perform
 from .protocols import Admission
 from .trace import CompletionTrace
@@ -36,6 +38,7 @@ REQUESTS = frozenset(
         "select",
         "neighbours",
         "tagged",
+        "indexed_sections",
         "create",
         "append",
         "remember",
@@ -76,7 +79,8 @@ class ParentLink:
         return self._request("tagged", tag)
 
     def read(self, path: str) -> str:
-        return read_note_file(self.root, path).content
+        indexed = functools.partial(self._request, "indexed_sections", path)
+        return read_vault_file(self.root, path, indexed).content
 
     def create(self, path: str, text: str) -> bool:
         return self._request("create", path, text)

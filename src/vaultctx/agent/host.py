@@ -94,6 +94,10 @@ class DelegationHost:
     def read(self, path: str) -> str:
         return self.vault.read(path)
 
+    def indexed_sections(self, path: str) -> list[tuple[str, str]]:
+        self.guard.require(Capability.VAULT_READ, vault_relative(self.root, path))
+        return self.vault.indexed_sections(path)
+
     def create(self, path: str, text: str) -> bool:
         require_write(self.guard, vault_relative(self.root, path))
         return self.vault.create(path, text)

@@ -6,7 +6,8 @@ The agents never see the Workspace. In the turn's own process an `IndexedVault`
 (`WorkspaceVault`, built by the request handler) answers over the warm index; in a
 delegation's child process the same calls cross the pipe to the parent
 (`agent.child.ParentLink`), except reading a note's file, which the child does itself so a
-read that hangs (a FIFO, a stalled mount) hangs only a process that can be stopped.
+read that hangs (a FIFO, a stalled mount) hangs only a process that can be stopped (a
+PDF's text, which is in the index, it asks the parent for).
 `TurnWorkspace` is what the facade (`vaultctx.Workspace`) provides to a turn.
 
 This module imports nothing heavy: a child process imports it.
@@ -75,7 +76,10 @@ class VaultAccess(Protocol):
         """Notes carrying `tag`: `path`, `title`."""
         ...
 
-    def read(self, path: str) -> str: ...
+    def read(self, path: str) -> str:
+        """The file's readable text (`storage.notefile.read_vault_file`): a note's Markdown,
+        a canvas's cards, a PDF's indexed pages."""
+        ...
 
     def create(self, path: str, text: str) -> bool:
         """Write a new note; False (and nothing written) if `path` exists."""
@@ -96,6 +100,11 @@ class IndexedVault(VaultAccess, Protocol):
 
     def resolve(self, note: str) -> str:
         """The indexed note's path (by path, title or alias); `NoteNotFound` otherwise."""
+        ...
+
+    def indexed_sections(self, path: str) -> list[tuple[str, str]]:
+        """(heading path, text) of each block the index holds of the file at `path` (what
+        a PDF reads as); `NoteNotFound` for a file the turn's model may not see."""
         ...
 
 

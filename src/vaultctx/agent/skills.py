@@ -36,7 +36,7 @@ from ..errors import NoteNotFound, SkillError
 from ..llm import count_tokens
 from ..permissions import Capability, Destination, PermissionGuard
 from ..storage.frontmatter import split_frontmatter
-from ..storage.notefile import read_note_file
+from ..storage.notefile import MARKDOWN, file_kind, read_note_file
 
 if TYPE_CHECKING:
     from .protocols import IndexedVault, TurnWorkspace
@@ -175,12 +175,12 @@ class SkillCatalog:
 
 
 def discover(ws: TurnWorkspace, destination: Destination = Destination.CLIENT) -> SkillCatalog:
-    """The skills of the vault: indexed notes under `config.skills_folder` in the view of
-    `destination` (where the skill's text goes), each parsed from its file (the index keeps
-    no frontmatter types)."""
+    """The skills of the vault: indexed Markdown notes under `config.skills_folder` in the
+    view of `destination` (where the skill's text goes), each parsed from its file (the
+    index keeps no frontmatter types); a PDF or canvas there is no skill."""
     folder = ws.config.skills_folder.strip("/") + "/"
     ws.require_index()
-    paths = ws.view(destination).notes_under(folder)
+    paths = [p for p in ws.view(destination).notes_under(folder) if file_kind(p) == MARKDOWN]
     skills: list[Skill] = []
     errors: list[SkillError] = []
     for path in paths:

@@ -91,7 +91,8 @@ class InvestigateArgs(BaseModel):
 READ_TOOLS: tuple[Tool, ...] = (
     Tool("select", "Search the vault; returns matching passages with their note paths.",
          SelectArgs, Capability.VAULT_READ),
-    Tool("read_note", "Read a note's full Markdown text.", NoteArgs, Capability.VAULT_READ,
+    Tool("read_note", "Read a note's full text as Markdown (a PDF's page by page, a canvas's"
+         " cards and links).", NoteArgs, Capability.VAULT_READ,
          path_arg="path", must_exist=True),
     Tool("follow_links", "List the notes a note links to.", NoteArgs, Capability.VAULT_READ,
          path_arg="path", must_exist=True),

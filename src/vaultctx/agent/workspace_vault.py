@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import VaultctxError
 from ..permissions import Destination, confine
-from ..storage.notefile import read_note_file
+from ..storage.notefile import MARKDOWN, file_kind, read_note_file, read_vault_file
 
 if TYPE_CHECKING:
     from .protocols import TurnWorkspace
@@ -71,7 +71,11 @@ class WorkspaceVault:
         return [{"path": p, "title": t} for p, t in self.ws.view(self.destination).tagged(tag)]
 
     def read(self, path: str) -> str:
-        return read_note_file(self.root, path).content
+        return read_vault_file(self.root, path, lambda: self.indexed_sections(path)).content
+
+    def indexed_sections(self, path: str) -> list[tuple[str, str]]:
+        _, note_id = self.ws.resolve_note(path, self.destination)
+        return self.ws.view(self.destination).note_sections(note_id)
 
     def create(self, path: str, text: str) -> bool:
         target = confine(self.root, path)
@@ -83,6 +87,8 @@ class WorkspaceVault:
         return True
 
     def append(self, path: str, text: str) -> None:
+        if file_kind(path) != MARKDOWN:  # text added to a PDF's bytes or a canvas's JSON
+            raise VaultctxError(f"{path} is not a Markdown note: nothing is written to it")
         target = confine(self.root, path)
         if not target.is_file():  # a FIFO or device would hang or corrupt this process
             raise VaultctxError(f"{path} is not a regular file")

@@ -1,5 +1,5 @@
 """Obsidian canvases (JSON Canvas 1.0) as notes: text cards are blocks, note cards and the
-edges between them are links.
+edges that touch them are links; and a canvas as Markdown, for whoever reads its text.
 
 A card's Markdown is read by the note parser's own parts (`blocks.py`, `links.py`), so a
 heading, a long card or a `[[link]]` on a canvas reads as it would in a note. Pure
@@ -51,12 +51,14 @@ def parse_canvas(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNot
     links: list[Link] = []
     tags: list[str] = []
     file_block: dict[str, int] = {}  # note card id -> the ordinal of the block it sits by
-    for node in sorted(nodes, key=lambda n: (n.y, n.x)):
+    card_block: dict[str, int] = {}  # text or web card id -> the ordinal of its first block
+    for node in _reading_order(nodes):
         group = _group_label(node, groups)
         if node.type == "text" and isinstance(node.raw.get("text"), str):
-            card = node.raw["text"].replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+            card = _card_markdown(node.raw["text"])
             masked = mask_code(card)
             first = len(blocks)
+            card_block[node.id] = first
             for block in split_blocks(card, masked, 1, chunk_tokens):
                 path = block.heading_path or ((_first_line(card),) if card.strip() else ())
                 blocks.append(replace(block, ordinal=len(blocks), heading_path=(*group, *path)[:8]))
@@ -74,8 +76,9 @@ def parse_canvas(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNot
         elif node.type == "link" and isinstance(node.raw.get("url"), str):
             url = node.raw["url"].strip()[:2048]
             if url:
+                card_block[node.id] = len(blocks)
                 blocks.append(Block(len(blocks), (*group, url[:_LABEL_CHARS]), 0, url, 1, 1, 1))
-    links.extend(_edges(data.get("edges"), by_id, file_block, warnings))
+    links.extend(_edges(data.get("edges"), by_id, file_block, card_block, warnings))
     if not blocks:
         blocks.append(Block(0, (), 0, "", 1, 1, 0))
     return ParsedNote(
@@ -88,6 +91,93 @@ def parse_canvas(text: str, title: str, *, chunk_tokens: int = 200) -> ParsedNot
         links=tuple(links),
         warnings=tuple(warnings),
     )
+
+
+def canvas_markdown(text: str) -> str:
+    """A canvas as a person reads it, for a client or a model that asks for its text: the
+    cards in reading order, those in a group under its label (`## Summer plan`), a text
+    card as its Markdown, a file card as its `[[link]]`, a web card as its URL; then the
+    edges, one a line (`- "Plan" → [[Hives.md]]: evidence`). Not JSON Canvas: no text."""
+    try:
+        data = json.loads(text.removeprefix("\ufeff"))
+    except (ValueError, RecursionError):
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    nodes, _ = _nodes(data.get("nodes"))
+    groups = [n for n in nodes if n.type == "group"]
+    sections: dict[tuple[str, ...], list[str]] = {(): []}
+    for node in _reading_order(nodes):
+        card = _card_text(node)
+        if card:
+            sections.setdefault(_group_label(node, groups), []).append(card)
+    parts: list[str] = []
+    for label, cards in sections.items():
+        if cards:
+            parts.extend([f"## {label[0]}"] if label else [])
+            parts.append("\n\n---\n\n".join(cards))
+    by_id = {n.id: n for n in nodes}
+    edges = _edges_read(data.get("edges"), by_id)
+    if edges:
+        parts.append("## Connections\n\n" + "\n".join(edges))
+    return "\n\n".join(parts) + "\n" if parts else ""
+
+
+def _card_text(node: _Node) -> str:
+    """One card as it reads on the canvas; '' for a group or an empty card."""
+    if node.type == "text" and isinstance(node.raw.get("text"), str):
+        return _card_markdown(node.raw["text"]).strip()
+    if node.type == "file" and isinstance(node.raw.get("file"), str):
+        return _file_name(node)
+    if node.type == "link" and isinstance(node.raw.get("url"), str):
+        return node.raw["url"].strip()[:2048]
+    return ""
+
+
+def _file_name(node: _Node) -> str:
+    """A file card as a wiki-link to the file (and its `subpath`)."""
+    path = node.raw["file"].strip().lstrip("/")
+    subpath = node.raw.get("subpath")
+    fragment = subpath.strip() if isinstance(subpath, str) and subpath.strip() else ""
+    if fragment and not fragment.startswith("#"):
+        fragment = f"#{fragment}"
+    return f"[[{path}{fragment}]]" if path else ""
+
+
+def _card_name(node: _Node) -> str:
+    """How an edge's line names a card: a file by its link, a group by its label, a text
+    card by its first line in quotes, a web card by its URL."""
+    if node.type == "file" and isinstance(node.raw.get("file"), str):
+        return _file_name(node) or "a file card"
+    if node.type == "group":
+        label = node.raw.get("label")
+        return f'the group "{_first_line(label)}"' if isinstance(label, str) else "a group"
+    if node.type == "link" and isinstance(node.raw.get("url"), str):
+        return node.raw["url"].strip()[:_LABEL_CHARS]
+    if node.type == "text" and isinstance(node.raw.get("text"), str):
+        return f'"{_first_line(_card_markdown(node.raw["text"]))}"'
+    return "a card"
+
+
+_ARROWS = {(False, True): "→", (True, False): "←", (True, True): "↔", (False, False): "—"}
+
+
+def _edges_read(raw: object, by_id: dict[str, _Node]) -> list[str]:
+    """Each edge between two cards on the canvas, as a line: its ends, drawn as its arrows
+    are (JSON Canvas: `fromEnd` defaults to none, `toEnd` to an arrow), and its label."""
+    lines = []
+    for edge in raw if isinstance(raw, list) else []:
+        if not isinstance(edge, dict):
+            continue
+        ends = (edge.get("fromNode"), edge.get("toNode"))
+        source, target = (by_id.get(end) if isinstance(end, str) else None for end in ends)
+        if source is None or target is None:
+            continue
+        arrow = _ARROWS[edge.get("fromEnd") == "arrow", edge.get("toEnd", "arrow") != "none"]
+        label = edge.get("label")
+        said = f": {_first_line(label)}" if isinstance(label, str) and label.strip() else ""
+        lines.append(f"- {_card_name(source)} {arrow} {_card_name(target)}{said}")
+    return lines
 
 
 def card_link(path: str, subpath: object = None) -> Link | None:
@@ -133,18 +223,34 @@ def _nodes(raw: object) -> tuple[list[_Node], int]:
     return nodes, bad
 
 
+def _reading_order(nodes: list[_Node]) -> list[_Node]:
+    """Cards top to bottom, then left to right."""
+    return sorted(nodes, key=lambda n: (n.y, n.x))
+
+
+def _card_markdown(text: str) -> str:
+    """A text card's Markdown with its line ends made `\n` and no NUL."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+
+
+def _holds(group: _Node, node: _Node) -> bool:
+    """Whether `group`'s box holds `node`'s box: JSON Canvas puts a card in a group by
+    where it lies, not by a field."""
+    return (
+        group is not node
+        and group.x <= node.x
+        and group.y <= node.y
+        and node.x + node.width <= group.x + group.width
+        and node.y + node.height <= group.y + group.height
+    )
+
+
 def _group_label(node: _Node, groups: list[_Node]) -> tuple[str, ...]:
     """The label of the smallest labelled group whose box holds `node`'s box, if any."""
     holding = [
         g
         for g in groups
-        if g is not node
-        and isinstance(g.raw.get("label"), str)
-        and g.raw["label"].strip()
-        and g.x <= node.x
-        and g.y <= node.y
-        and node.x + node.width <= g.x + g.width
-        and node.y + node.height <= g.y + g.height
+        if isinstance(g.raw.get("label"), str) and g.raw["label"].strip() and _holds(g, node)
     ]
     if not holding:
         return ()
@@ -153,10 +259,19 @@ def _group_label(node: _Node, groups: list[_Node]) -> tuple[str, ...]:
 
 
 def _edges(
-    raw: object, by_id: dict[str, _Node], file_block: dict[str, int], warnings: list[str]
+    raw: object,
+    by_id: dict[str, _Node],
+    file_block: dict[str, int],
+    card_block: dict[str, int],
+    warnings: list[str],
 ) -> list[Link]:
-    """An edge that ends on a note card is a link of the canvas to that note, its label as
-    the link's text: the canvas says the two cards it joins belong together."""
+    """An edge that touches a note card is one more link of the canvas to that note, its
+    label as the link's text: the canvas says the two cards it joins belong together. The
+    note is the card the edge points at (`toNode`), else the card it comes from; the other
+    end — a text or web card, a group, another card — is part of the canvas, and the link
+    sits in its block. An edge between a group and a card inside it joins nothing the
+    card did not (the card is a link already), and an edge to a group is no link to the
+    cards in it."""
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -170,14 +285,18 @@ def _edges(
             bad += 1
             continue
         source, target = by_id[edge["fromNode"]], by_id[edge["toNode"]]
-        if source.type != "file" or target.id not in file_block:
+        note, other = (target, source) if target.id in file_block else (source, target)
+        if note.id not in file_block or note is other:
             continue
-        link = card_link(target.raw["file"], target.raw.get("subpath"))
+        if other.type == "group" and _holds(other, note):
+            continue
+        link = card_link(note.raw["file"], note.raw.get("subpath"))
         if link is None:
             continue
         label = edge.get("label")
         alias = _first_line(label) if isinstance(label, str) and label.strip() else None
-        links.append(replace(link, alias=alias, block=file_block.get(source.id, 0)))
+        block = card_block.get(other.id, file_block.get(other.id, file_block[note.id]))
+        links.append(replace(link, alias=alias, block=block))
     if bad:
         warnings.append(f"{bad} canvas edge(s) without both ends on the canvas are left out")
     return links

@@ -1,22 +1,25 @@
 """PDFs as notes: each page's text is a block (chunked when long), under the PDF's outline
 heading and the page (`Methods > page 3`), its line numbers the page's number.
 
-Text is extracted by PDFium (`pypdfium2`) in a child process of its own, one per PDF, that
-limits its own memory and is stopped past a deadline: a PDF is untrusted input to a
-native parser, and an encrypted, malformed or bomb of a file must cost that file alone —
-never the index run, the parse worker or the watcher. What it read before a deadline is
-kept. This module imports only the standard library until the child needs PDFium.
+Text is extracted by PDFium (`pypdfium2`) in a child process (`PdfReader`) that limits its
+own memory and is stopped past each PDF's deadline: a PDF is untrusted input to a native
+parser, and an encrypted, malformed or bomb of a file must cost that file alone — never
+the index run, the parse worker, the watcher or the next PDF. What it read before a
+deadline is kept. One reader reads a run of PDFs, one at a time. This module imports only
+the standard library until the child needs PDFium.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import subprocess
 import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import IO
 
 from ..childproc import child_command, python_can_start, receive, send
 from .blocks import Block, chunk_paragraphs
@@ -51,130 +54,244 @@ def pdf_support() -> str | None:
     return None
 
 
+PDF_READER_GROWTH = PDF_MEMORY_BYTES // 16
+"""How much more address space a reader may hold after a PDF than before its first one;
+past it the reader is replaced, so every PDF has nearly the room a new reader has."""
+
+
 def extract_pdf(abspath: str, *, seconds: float = PDF_SECONDS) -> PdfText:
-    """The text of the PDF at `abspath`, read in a bounded child process. Never raises."""
-    unsupported = pdf_support()
-    if unsupported:
-        return PdfText([], [], [unsupported])
-    try:
-        process = subprocess.Popen(
-            child_command("vaultctx.storage.pdf", "serve", PDF_MEMORY_BYTES),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-    except OSError as exc:
-        return PdfText([], [], [f"PDF text is not read: cannot start its reader ({exc})"])
-    pages: list[str] = []
-    outline: list[tuple[int, str, int]] = []
-    problems: list[str] = []
-    state = {"count": 0, "done": False}
+    """The text of the PDF at `abspath`, read by a reader of its own. Never raises."""
+    with PdfReader(seconds=seconds) as reader:
+        return reader.read(abspath)
 
-    def collect() -> None:
-        assert process.stdout is not None
-        chars = 0
-        while True:
-            try:
-                message = receive(process.stdout)
-            except Exception:  # the reader died (out of memory, a crash) or was stopped
-                return
-            kind = message[0]
-            if kind == "outline":
-                outline.extend(message[1])
-                state["count"] = message[2]
-            elif kind == "page":
-                chars += len(message[1])
-                if chars > MAX_PDF_CHARS:
-                    problems.append(f"text past {MAX_PDF_CHARS:,} characters is not indexed")
+
+class PdfReader:
+    """Reads PDFs one after another in one bounded child process (`serve`), so a run of
+    PDFs pays for starting Python and PDFium once. Each PDF has its own deadline; one that
+    stops the reader — past the deadline, at the memory ceiling, crashing PDFium — costs
+    that PDF alone, and the next starts a new reader. A reader that has grown by
+    `PDF_READER_GROWTH` since it started, or read `files_per_reader` PDFs, is replaced.
+    Started on first use; `close` (or the end of a `with`) stops it. One thread at a time."""
+
+    def __init__(self, *, seconds: float = PDF_SECONDS, files_per_reader: int | None = None):
+        self.seconds = seconds
+        self.files_per_reader = files_per_reader
+        self.started = 0  # reader processes started, for whoever measures them
+        self._process: subprocess.Popen[bytes] | None = None
+        self._files = 0  # PDFs the current reader has read
+
+    def __enter__(self) -> PdfReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def read(self, abspath: str) -> PdfText:
+        """The text of the PDF at `abspath`. Never raises."""
+        unsupported = pdf_support()
+        if unsupported:
+            return PdfText([], [], [unsupported])
+        reused = self._process is not None
+        reading = self._read(abspath)
+        if reused and reading.heard is False:  # it had died idle: no fault of this PDF
+            reading = self._read(abspath)
+        return reading.text
+
+    def _read(self, abspath: str) -> _Reading:
+        try:
+            process = self._start()
+        except OSError as exc:
+            why = f"PDF text is not read: cannot start its reader ({exc})"
+            return _Reading(PdfText([], [], [why]), heard=None)
+        assert process.stdin is not None and process.stdout is not None
+        pages: list[str] = []
+        outline: list[tuple[int, str, int]] = []
+        problems: list[str] = []
+        state = {"count": 0, "done": False, "heard": False, "reusable": False, "grown": 0}
+        stdout = process.stdout
+
+        def collect() -> None:
+            chars = 0
+            while True:
+                try:
+                    message = receive(stdout)
+                except Exception:  # the reader died (out of memory, a crash) or was stopped
                     return
-                pages.append(message[1])
-            elif kind == "error":
-                problems.append(message[1])
-                return
-            elif kind == "done":
-                state["done"] = True
-                return
+                state["heard"] = True
+                kind = message[0]
+                if kind == "outline":
+                    outline.extend(message[1])
+                    state["count"] = message[2]
+                elif kind == "page":
+                    chars += len(message[1])
+                    if chars > MAX_PDF_CHARS:  # the reader goes on sending: it is stopped
+                        problems.append(f"text past {MAX_PDF_CHARS:,} characters is not indexed")
+                        return
+                    pages.append(message[1])
+                elif kind == "error":
+                    problems.append(message[1])
+                    state["reusable"] = message[2]
+                    return
+                elif kind == "done":
+                    state.update(done=True, reusable=True, grown=message[1])
+                    return
 
-    collector = threading.Thread(target=collect, name="vaultctx-pdf", daemon=True)
-    collector.start()
-    try:
-        assert process.stdin is not None
-        send(process.stdin, abspath)
-        process.stdin.close()
-    except OSError:
-        pass  # it died at once: the collector sees nothing, and that is reported below
-    collector.join(seconds)
-    timed_out = collector.is_alive()
+        collector = threading.Thread(target=collect, name="vaultctx-pdf", daemon=True)
+        collector.start()
+        with contextlib.suppress(OSError):  # it died: the collector sees that, reported below
+            send(process.stdin, abspath)
+        collector.join(self.seconds)
+        timed_out = collector.is_alive()
+        self._files += 1
+        retire = (
+            timed_out
+            or not state["reusable"]
+            or state["grown"] > PDF_READER_GROWTH
+            or (self.files_per_reader is not None and self._files >= self.files_per_reader)
+        )
+        if retire:
+            self._process = None
+            _stop(process)
+        collector.join()
+        if retire:
+            _release(process)
+        count = state["count"]
+        if timed_out:
+            of = f" of its {count}" if count else ""
+            problems.append(
+                f"reading it took over {self.seconds:g} s: only {len(pages)}{of} pages are indexed"
+            )
+        elif not state["done"] and not problems:
+            problems.append(
+                "its reader stopped (out of memory, or a crash)"
+                + (f" after {len(pages)} of {count} pages" if count else "")
+            )
+        if count and pages and not any(page.strip() for page in pages):
+            problems.append(f"no text on any of its {count} pages (a scan without a text layer?)")
+        heard = bool(state["heard"]) or timed_out
+        return _Reading(PdfText(pages, outline, problems, count), heard=heard)
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self._process is None:
+            self._process = subprocess.Popen(
+                child_command("vaultctx.storage.pdf", "serve", PDF_MEMORY_BYTES),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+            self._files = 0
+            self.started += 1
+        return self._process
+
+    def close(self) -> None:
+        """Stop the reader, if one runs (a later `read` starts another)."""
+        process, self._process = self._process, None
+        if process is not None:
+            _stop(process)
+            _release(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.kill()
     process.wait()
-    collector.join()
-    with contextlib.suppress(OSError):
-        assert process.stdout is not None
-        process.stdout.close()
-    count = state["count"]
-    if timed_out:
-        of = f" of its {count}" if count else ""
-        problems.append(
-            f"reading it took over {seconds:g} s: only {len(pages)}{of} pages are indexed"
-        )
-    elif not state["done"] and not problems:
-        problems.append(
-            "its reader stopped (out of memory, or a crash)"
-            + (f" after {len(pages)} of {count} pages" if count else "")
-        )
-    if count and pages and not any(page.strip() for page in pages):
-        problems.append(f"no text on any of its {count} pages (a scan without a text layer?)")
-    return PdfText(pages, outline, problems, count)
+
+
+def _release(process: subprocess.Popen[bytes]) -> None:
+    """Close a stopped reader's pipes (once nothing reads from them)."""
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """One PDF's reading: its text, and whether the reader said anything at all (None: no
+    reader could start)."""
+
+    text: PdfText
+    heard: bool | None
 
 
 def serve(memory_bytes: int) -> None:
-    """The child: a PDF's path in, ("outline", entries, pages), ("page", text)... and
-    ("done",) or ("error", why) out."""
+    """The reader: PDF paths in, until the parent closes the pipe; for each, ("outline",
+    entries, pages), ("page", text)..., then ("done", bytes of address space grown since
+    the reader started) or ("error", why, whether the reader can go on)."""
     try:
         import resource
 
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     except (ImportError, ValueError, OSError):  # Windows, or a platform without the limit
         pass
-    sink = sys.stdout.buffer
-    path = receive(sys.stdin.buffer)
+    with contextlib.suppress(Exception):  # PDFium loaded, so what it holds is the start
+        import pypdfium2  # noqa: F401
+    source, sink = sys.stdin.buffer, sys.stdout.buffer
+    started = _address_space()
+    while True:
+        try:
+            path = receive(source)
+        except EOFError:
+            return
+        if not _serve_one(path, sink, started):
+            return
+
+
+def _serve_one(path: str, sink: IO[bytes], started: int) -> bool:
+    """Send one PDF's outline, pages and ("done", growth), or its error; False when the
+    reader must stop (out of memory)."""
     try:
         import pypdfium2 as pdfium
 
         document = pdfium.PdfDocument(path)
     except MemoryError:
-        send(sink, ("error", "it needs more memory than a PDF may use to read"))
-        return
+        send(sink, ("error", "it needs more memory than a PDF may use to read", False))
+        return False
     except Exception as exc:
-        send(sink, ("error", _open_error(exc)))
-        return
-    count = len(document)
-    outline = []
-    with contextlib.suppress(Exception):  # an outline that cannot be read is no outline
-        for number, bookmark in enumerate(document.get_toc(max_depth=_OUTLINE_DEPTH)):
-            if number >= _OUTLINE_ENTRIES:
-                break
-            destination = bookmark.get_dest()
-            index = destination.get_index() if destination is not None else None
-            title = " ".join((bookmark.get_title() or "").split())[:_HEADING_CHARS]
-            if index is not None and title:
-                outline.append((bookmark.level, title, index))
-    send(sink, ("outline", outline, count))
-    for index in range(count):
-        try:
-            page = document[index]
-            textpage = page.get_textpage()
-            text = textpage.get_text_bounded()
-            textpage.close()
-            page.close()
-        except MemoryError:
-            send(sink, ("error", f"page {index + 1} needs more memory than a PDF may use"))
-            return
-        except Exception:  # one page PDFium cannot read: the others still count
-            text = ""
-        send(sink, ("page", text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")))
-    send(sink, ("done",))
+        send(sink, ("error", _open_error(exc), True))
+        return True
+    try:
+        count = len(document)
+        outline = []
+        with contextlib.suppress(Exception):  # an outline that cannot be read is no outline
+            for number, bookmark in enumerate(document.get_toc(max_depth=_OUTLINE_DEPTH)):
+                if number >= _OUTLINE_ENTRIES:
+                    break
+                destination = bookmark.get_dest()
+                index = destination.get_index() if destination is not None else None
+                title = " ".join((bookmark.get_title() or "").split())[:_HEADING_CHARS]
+                if index is not None and title:
+                    outline.append((bookmark.level, title, index))
+        send(sink, ("outline", outline, count))
+        for index in range(count):
+            try:
+                page = document[index]
+                textpage = page.get_textpage()
+                text = textpage.get_text_bounded()
+                textpage.close()
+                page.close()
+            except MemoryError:
+                send(
+                    sink, ("error", f"page {index + 1} needs more memory than a PDF may use", False)
+                )
+                return False
+            except Exception:  # one page PDFium cannot read: the others still count
+                text = ""
+            send(sink, ("page", text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")))
+    finally:
+        with contextlib.suppress(Exception):
+            document.close()
+    send(sink, ("done", _address_space() - started))
+    return True
+
+
+def _address_space() -> int:
+    """This process's address space in bytes (what `RLIMIT_AS` bounds); 0 where unknown."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0
 
 
 def _open_error(exc: Exception) -> str:

@@ -23,9 +23,9 @@ from pathlib import Path, PurePosixPath
 from ..childproc import child_command, python_can_start, receive, send
 from .canvas import parse_canvas
 from .language import note_language
+from .notefile import CANVAS, PDF, file_kind
 from .parser import ParsedNote, parse_note
-from .pdf import extract_pdf, pdf_blocks
-from .scanner import CANVAS, PDF, file_kind
+from .pdf import PdfReader, pdf_blocks
 
 PARALLEL_MIN_FILES = 400
 """Below this many files to read, a worker process would cost more than it saves."""
@@ -154,9 +154,9 @@ def note_rows(parsed: ParsedNote) -> NoteRows:
     )
 
 
-def read_note(job: ReadJob, chunk_tokens: int) -> NoteRead:
-    """Read and parse one file (a note, a PDF, a canvas); never raises: unreadable, binary
-    and too large files say why."""
+def read_note(job: ReadJob, chunk_tokens: int, pdfs: PdfReader) -> NoteRead:
+    """Read and parse one file (a note, a PDF, a canvas; a PDF's text through `pdfs`);
+    never raises: unreadable, binary and too large files say why."""
     kind = file_kind(job.path)
     try:
         if job.max_bytes is not None and os.stat(job.abspath).st_size > job.max_bytes:
@@ -172,7 +172,7 @@ def read_note(job: ReadJob, chunk_tokens: int) -> NoteRead:
         return NoteRead(job.path, digest)
     name = PurePosixPath(job.path).name
     if kind == PDF:
-        extracted = extract_pdf(job.abspath)  # from the file: the bytes were for the hash
+        extracted = pdfs.read(job.abspath)  # from the file: the bytes were for the hash
         blocks = tuple(pdf_blocks(extracted, chunk_tokens))
         parsed = ParsedNote(name, {}, None, (), (), blocks, ())
         return NoteRead(job.path, digest, note_rows(parsed), tuple(extracted.problems))
@@ -195,8 +195,12 @@ def read_note(job: ReadJob, chunk_tokens: int) -> NoteRead:
     return NoteRead(job.path, digest, rows, tuple(problems))
 
 
-def read_notes(jobs: Sequence[ReadJob], chunk_tokens: int) -> list[NoteRead]:
-    return [read_note(job, chunk_tokens) for job in jobs]
+def read_notes(
+    jobs: Sequence[ReadJob], chunk_tokens: int, pdfs: PdfReader | None = None
+) -> list[NoteRead]:
+    """`read_note` of each job; their PDFs through `pdfs`, else a reader of their own."""
+    with contextlib.nullcontext(pdfs) if pdfs is not None else PdfReader() as reader:
+        return [read_note(job, chunk_tokens, reader) for job in jobs]
 
 
 def auto_workers() -> int:
@@ -219,9 +223,11 @@ def read_all(
     in `jobs` order all the same. A worker that cannot start or dies is not an error: what
     it did not deliver is read here.
     """
+    pdfs = PdfReader()  # the PDFs read here, one after another
     if workers < 1 or len(jobs) < PARALLEL_MIN_FILES or not python_can_start():
-        for job in jobs:
-            yield read_note(job, chunk_tokens)
+        with pdfs:
+            for job in jobs:
+                yield read_note(job, chunk_tokens, pdfs)
         return
     chunks = [jobs[i : i + _CHUNK_FILES] for i in range(0, len(jobs), _CHUNK_FILES)]
     plan = _ChunkPlan(len(chunks))
@@ -238,17 +244,18 @@ def read_all(
                 if results is not None:
                     break
                 if worker is None or worker.gone:
-                    results = read_notes(chunk, chunk_tokens)
+                    results = read_notes(chunk, chunk_tokens, pdfs)
                     break
                 # Rather than wait for a worker (starting up, or the slower side when the
                 # writes are light), read a later chunk here.
                 spare = plan.next_free(_HERE) if len(read_here) < _CHUNKS_AHEAD else None
                 if spare is not None:
-                    read_here[spare] = read_notes(chunks[spare], chunk_tokens)
+                    read_here[spare] = read_notes(chunks[spare], chunk_tokens, pdfs)
                 else:
                     worker.wait_for(index)
             yield from results
     finally:
+        pdfs.close()
         for worker in pool:
             worker.close()
 
@@ -398,9 +405,10 @@ class _Worker:
 def serve(chunk_tokens: int) -> None:
     """A worker's loop: (chunk number, jobs) in, (chunk number, results) out, until EOF."""
     source, sink = sys.stdin.buffer, sys.stdout.buffer
-    while True:
-        try:
-            index, jobs = receive(source)
-        except EOFError:
-            return
-        send(sink, (index, read_notes(jobs, chunk_tokens)))
+    with PdfReader() as pdfs:
+        while True:
+            try:
+                index, jobs = receive(source)
+            except EOFError:
+                return
+            send(sink, (index, read_notes(jobs, chunk_tokens, pdfs)))

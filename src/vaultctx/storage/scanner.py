@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pathspec
 
+from .notefile import file_kind
+
 IGNORE_FILENAME = ".vaultctxignore"
 
 
@@ -51,17 +53,6 @@ def is_hidden(name: str) -> bool:
     """Obsidian hides every dot-entry (.obsidian, .trash, .git); vaultctx keeps its index
     in one (.vaultctx)."""
     return name.startswith(".")
-
-
-MARKDOWN, PDF, CANVAS = ".md", ".pdf", ".canvas"
-INDEXED_SUFFIXES = (MARKDOWN, PDF, CANVAS)
-"""The files the index holds: notes, and the PDFs and canvases kept beside them."""
-
-
-def file_kind(name: str) -> str:
-    """The suffix of an indexed file's name (`MARKDOWN`, `PDF`, `CANVAS`), or ''."""
-    lower = name.lower()
-    return next((suffix for suffix in INDEXED_SUFFIXES if lower.endswith(suffix)), "")
 
 
 def is_note_path(name: str) -> bool:
