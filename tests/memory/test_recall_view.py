@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from vaultctx.memory import store as store_module
 from vaultctx.memory.merging import MemoryDraft
 from vaultctx.memory.models import MemoryKind, MemorySource, Tier
 from vaultctx.memory.store import MemoryRepository
+from vaultctx.search import query as query_module
 from vaultctx.search.query import QueryTokenizer, build_query
 from vaultctx.storage.lexical import FtsTerms
 from vaultctx.storage.postgres.memory_book import MemoryBook
@@ -178,3 +180,18 @@ def test_with_nothing_absent_recall_is_the_full_text_index_s_own(tmp_path):
         found = repo.token_recall(query, [HOME], list(MemoryKind), 20)
         assert found == [(rowid, -score) for rowid, score in plain]
     repo.close()
+
+
+def test_a_query_past_the_postings_budget_is_read_within_the_view(book, tmp_path, monkeypatch):
+    """Where the budget drops common words, their commonness is counted among the memories
+    the reader may recall, as a book without the others counts it."""
+    monkeypatch.setattr(query_module, "POSTINGS_BUDGET", 20)
+    monkeypatch.setattr(store_module, "POSTINGS_BUDGET", 20)
+    repo, labels = book()
+    want_repo = oracle(tmp_path, lambda entry: entry[0] == "seen")
+    for query in QUERIES:
+        got = recalled(repo, query, hidden=hidden_rows(repo, labels))
+        want = recalled(want_repo, query)
+        assert [text for text, _ in got] == [text for text, _ in want], query
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9, abs=0)
+    want_repo.close()

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..search.query import QueryTokenizer, build_query
+from ..search.query import MAX_TERMS, POSTINGS_BUDGET, QueryTokenizer, build_query
 from ..storage.books import OWN_FILE, MemoryBook
 from ..storage.db import IndexDatabase
 from ..storage.lexical import AbsentRows, FtsTerms, absent_rows, bm25_seen, table_stats
@@ -64,7 +64,12 @@ class MemoryView:
 
 class ViewTerms:
     """The index terms of text, and how many of a view's memories hold each (a
-    `search.query.TermSource`): how a query is read counts only what the reader may recall."""
+    `search.query.TermSource`): how a query is read counts only what the reader may recall.
+
+    Counting within the view reads every occurrence of each term (milliseconds a query), so
+    the book's own counts answer when the budget cannot bind (at most MAX_TERMS terms, within
+    POSTINGS_BUDGET postings): every term held is then kept either way, and one only absent
+    memories hold matches no row of the view — no recalled memory's score can differ."""
 
     def __init__(self, terms: FtsTerms, view: MemoryView) -> None:
         self._terms = terms
@@ -74,6 +79,9 @@ class ViewTerms:
         return self._terms.stems(text)
 
     def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        whole = self._terms.doc_freqs(terms)
+        if len(whole) <= MAX_TERMS and sum(whole.values()) <= POSTINGS_BUDGET:
+            return whole
         return self._terms.doc_freqs_among(terms, self._view.rows_sql, self._view.args)
 
 
