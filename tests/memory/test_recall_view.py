@@ -1,7 +1,9 @@
-"""Token recall counts what the reader may recall: a book's memories of other scopes and
-kinds, its forgotten ones and those drawn from notes hidden from the reader move no score
-and no rank — the answer is, score for score, that of a book that never held them. On a
-memory file of its own, and on a server's copy of a team's book in PostgreSQL."""
+"""Token recall counts what the reader may recall: a book's forgotten memories and those
+drawn from notes hidden from the reader move no score and no rank — the answer is, score for
+score, that of a book that never held them. The scopes and kinds a search asks for are its
+filters, as a path or a tag is for notes: the book's other conversations still count, as they
+do for a reader who asks for them. On a memory file of its own, and on a server's copy of a
+team's book in PostgreSQL."""
 
 from __future__ import annotations
 
@@ -31,10 +33,11 @@ T0 = 1_700_000_000.0
 QUERIES = ("queen honey hive", "smoke the frames", '"queen cell" swarm', "varr* winter", "wax")
 
 # What one book holds, in the order written: (label, scope, kind, text). Labels say what a
-# reader of HOME sees: "seen", or why not (drawn from a hidden note, of another scope,
-# forgotten).
+# reader searching HOME gets: "seen"; "garden", of another scope (filtered out, counted);
+# or why the reader may not recall it at all (drawn from a hidden note, forgotten).
 Entry = tuple[str, tuple[Tier, str], MemoryKind, str]
-ABSENT = ("hidden", "garden", "forgotten")
+ABSENT = ("hidden", "forgotten")
+COUNTED = ("seen", "garden")
 
 
 def book_entries(absent: tuple[str, ...] = ABSENT) -> list[Entry]:
@@ -49,7 +52,7 @@ def book_entries(absent: tuple[str, ...] = ABSENT) -> list[Entry]:
         label = pick.choice(["seen"] * 6 + ["hidden", "garden", "forgotten"])
         scope = GARDEN if label == "garden" else HOME
         kind = MemoryKind.EPISODIC if i % 3 == 0 else MemoryKind.SEMANTIC
-        if label == "seen" or label in absent:
+        if label in COUNTED or label in absent:
             entries.append((label, scope, kind, " ".join(words) + f" note{i}"))
     return entries
 
@@ -135,10 +138,10 @@ def oracle(tmp_path: Path, keep: Callable[[Entry], bool]) -> MemoryRepository:
 
 @pytest.mark.parametrize("absent", [(label,) for label in ABSENT] + [ABSENT], ids=[*ABSENT, "all"])
 def test_a_reader_s_recall_is_a_book_s_without_the_memories_absent_for_them(book, tmp_path, absent):
-    """Memories drawn from hidden notes, of other scopes, forgotten: rows, lengths and each
-    word's rarity are those of a book that never held them."""
+    """Memories drawn from hidden notes, forgotten: rows, lengths and each word's rarity are
+    those of a book that never held them (and did hold the other scope's)."""
     repo, labels = book(absent)
-    want_repo = oracle(tmp_path, lambda entry: entry[0] == "seen")
+    want_repo = oracle(tmp_path, lambda entry: entry[0] in COUNTED)
     for query in QUERIES:
         got = recalled(repo, query, hidden=hidden_rows(repo, labels))
         want = recalled(want_repo, query)
@@ -148,10 +151,10 @@ def test_a_reader_s_recall_is_a_book_s_without_the_memories_absent_for_them(book
     want_repo.close()
 
 
-def test_only_the_kinds_asked_and_the_window_asked_count(book, tmp_path):
+def test_the_kinds_and_the_window_asked_filter_and_count_as_the_whole_view(book, tmp_path):
     repo, labels = book()
     facts = [MemoryKind.SEMANTIC]
-    want_repo = oracle(tmp_path, lambda e: e[0] == "seen" and e[2] is MemoryKind.SEMANTIC)
+    want_repo = oracle(tmp_path, lambda entry: entry[0] in COUNTED)
     window = (T0 + 3600 * 10, T0 + 3600 * 40)
     for query in QUERIES:
         for options in ({}, {"window": window}):
@@ -163,22 +166,26 @@ def test_only_the_kinds_asked_and_the_window_asked_count(book, tmp_path):
 
 
 def test_with_nothing_absent_recall_is_the_full_text_index_s_own(tmp_path):
-    """A reader who sees every memory of the book gets FTS5's bm25 itself, unscored again."""
+    """A reader who may recall every memory of the book gets FTS5's bm25 itself, unscored
+    again — also when the search asks for one scope of several."""
     repo = MemoryRepository(tmp_path / "book.db")
-    entries = [e for e in book_entries() if e[0] == "seen"]
+    entries = [e for e in book_entries() if e[0] in COUNTED]
     write(repo, entries)
-    view = repo.view([HOME], list(MemoryKind))
+    view = repo.view()
     assert view.absent is None and view.rows == len(entries)
     conn = repo.connect()
+    home = {
+        rowid for (rowid,) in conn.execute("SELECT rowid FROM memories WHERE scope = ?", (HOME[1],))
+    }
     for query in QUERIES:
         built = build_query(query, QueryTokenizer(FtsTerms(conn, "memories_fts")), len(entries))
         plain = conn.execute(
             "SELECT rowid, bm25(memories_fts, 1.0, 0.5, 0.5) AS s FROM memories_fts"
-            " WHERE memories_fts MATCH ? ORDER BY s, rowid LIMIT 20",
+            " WHERE memories_fts MATCH ? ORDER BY s, rowid",
             (built.match,),
         ).fetchall()
         found = repo.token_recall(query, [HOME], list(MemoryKind), 20)
-        assert found == [(rowid, -score) for rowid, score in plain]
+        assert found == [(rowid, -score) for rowid, score in plain if rowid in home][:20]
     repo.close()
 
 
@@ -188,7 +195,7 @@ def test_a_query_past_the_postings_budget_is_read_within_the_view(book, tmp_path
     monkeypatch.setattr(query_module, "POSTINGS_BUDGET", 20)
     monkeypatch.setattr(store_module, "POSTINGS_BUDGET", 20)
     repo, labels = book()
-    want_repo = oracle(tmp_path, lambda entry: entry[0] == "seen")
+    want_repo = oracle(tmp_path, lambda entry: entry[0] in COUNTED)
     for query in QUERIES:
         got = recalled(repo, query, hidden=hidden_rows(repo, labels))
         want = recalled(want_repo, query)

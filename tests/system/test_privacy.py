@@ -315,13 +315,15 @@ RECALL_QUERIES = ("orchard hive queen", "honey frames", '"queen cell"', "smoke h
 
 
 def remember(ws: Workspace, *, everything: bool) -> None:
-    """`RECALLED` into `ws`'s memory, each at its own time (and, with `everything`, the
-    memories its reader may not recall between them)."""
+    """`RECALLED` into `ws`'s memory, each at its own time, with another channel's memory
+    (a search of this vault's leaves it out, as a filter does, and counts it) and, with
+    `everything`, the memories its reader may not recall at all between them."""
     for n, text in enumerate(RECALLED):
         ws.memory.add(text, created_at=1_700_000_000 + 600 * n, source={"paths": ["Orchard.md"]})
+        if n == 2:
+            ws.memory.add(NOT_RECALLED["channel"], tier="channel", scope="garden")
         if everything and n == 2:
             ws.memory.add(NOT_RECALLED["hidden"], source={"paths": ["Private/secret.md"]})
-            ws.memory.add(NOT_RECALLED["channel"], tier="channel", scope="garden")
             ws.memory.forget(ws.memory.add(NOT_RECALLED["forgotten"]).id, soft=True)
 
 

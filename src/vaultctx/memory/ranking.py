@@ -5,9 +5,10 @@ neighbour search over memory embeddings and, when the query names a time, token 
 among memories formed then; the embedding is computed in a worker thread while FTS5 searches
 (`search.hybrid`). Rank fusion alone cannot tell a clear match from the best of weak ones, so
 each memory's fused relevance is scaled by how close its raw scores come to each list's best.
-Every list, and bm25's statistics, hold only the memories the reader may recall (the scopes
-and kinds asked, not forgotten, not drawn from a note the reader's view hides): the others
-take no rank and move no score (`MemoryRepository.view`).
+Every list holds only the memories of the scopes and kinds asked that the reader may recall
+(not forgotten, not drawn from a note the reader's view hides); bm25's statistics are those
+of every memory the reader may recall, as a filter leaves the statistics of notes alone: the
+others take no rank and move no score (`MemoryRepository.view`).
 
 Why rank fusion here, when notes are fused by their shares of each list's best
 (`pipeline.note_ranking`): on LoCoMo (both doors, 1,033 questions) fusing memories the notes'

@@ -354,13 +354,14 @@ class MemoryRepository(DraftMerging, BookSharing):
         if not scopes:
             return []
         conn = self.connect()
-        view = self.view(scopes, kinds, hidden)
+        view = self.view(hidden)
         terms = getattr(self._secure, "terms", None)
         if terms is None:
             terms = self._secure.terms = FtsTerms(conn, "memories_fts")
         tokenizer = QueryTokenizer(terms if view.absent is None else ViewTerms(terms, view))
         built = build_query(text, tokenizer, max(1, view.rows))
-        where, args = list(view.where), list(view.args)
+        where, args = scope_filter(scopes, kinds, prefix="m.")
+        where, args = [*where, *view.where], [*args, *view.args]
         if window is not None:
             where.append("m.created_at >= ? AND m.created_at < ?")
             args += list(window)
@@ -377,14 +378,14 @@ class MemoryRepository(DraftMerging, BookSharing):
             args=args,
         )
 
-    def view(
-        self, scopes: Sequence[Scope], kinds: Sequence[MemoryKind], hidden: Collection[int] = ()
-    ) -> MemoryView:
-        """The memories of `scopes` and `kinds` a reader may recall: live, and none of
-        `hidden` (rowids). Kept per generation and view: the turns of a conversation ask with
-        the same ones until a memory is written."""
-        where, args = scope_filter(scopes, kinds, prefix="m.")
-        where.append("m.deleted_at IS NULL")
+    def view(self, hidden: Collection[int] = ()) -> MemoryView:
+        """The memories a reader may recall: live, and none of `hidden` (rowids, drawn from
+        notes hidden from them). Scopes and kinds are what one search asks for, as filters
+        are for notes: they narrow the answer, not the statistics, so a conversation's recall
+        costs no rescoring for the book's other conversations. Kept per generation and view:
+        the turns of a conversation ask with the same one until a memory is written."""
+        where: list[str] = ["m.deleted_at IS NULL"]
+        args: list[object] = []
         if hidden:
             where.append(f"m.rowid NOT IN ({','.join('?' * len(hidden))})")
             args += sorted(hidden)
