@@ -9,7 +9,17 @@ import json
 from pathlib import Path
 
 import pytest
-from test_privacy import NAMES, PUBLIC, QUERIES, SECRET, leaks, make_private_vault, model_config
+from test_privacy import (
+    NAMES,
+    PUBLIC,
+    QUERIES,
+    SECRET,
+    assert_recalls_alike,
+    leaks,
+    make_private_vault,
+    model_config,
+    remember,
+)
 
 from llm_server import LLMServer, Reply, llm_server_fixture  # noqa: F401
 from server_helpers import call as http_call
@@ -116,3 +126,17 @@ def test_http_answers_and_model_requests_hold_no_hidden_text(
     assert all(status == 200 for status, _, _ in answers), answers
     assert not leaks([a[2] for a in answers], [r.body for r in llm_server.requests])
     assert any(PUBLIC in json.dumps(a[2]) for a in answers)
+
+
+def test_a_hidden_memory_s_words_move_no_score_on_another_server(vault, postgres_url, tmp_path):
+    """The team's book holds memories the reader may not recall (written on one server);
+    another server's copy of it recalls, score for score, what a memory that never held
+    them does."""
+    published(vault, postgres_url)
+    with Workspace.open(vault, {"embed": False, "database_url": postgres_url}) as writer:
+        remember(writer, everything=True)
+    other = make_private_vault(tmp_path / "other")
+    with elsewhere(vault, postgres_url) as ws, Workspace.open(other, {"embed": False}) as oracle:
+        oracle.index()
+        remember(oracle, everything=False)
+        assert_recalls_alike(ws, oracle)

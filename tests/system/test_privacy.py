@@ -296,6 +296,74 @@ def test_memories_drawn_from_a_hidden_note_are_hidden_with_it(ws: Workspace) -> 
     assert not leaks(selection.contract())
 
 
+# Memories a reader recalls (the first) and those they may not: drawn from a hidden note, of
+# a channel they are not in, forgotten. All hold the queries' words.
+RECALLED = [
+    "The orchard hive queen was marked blue in May",
+    "Honey harvest from the orchard hives came to twelve frames",
+    "Smoke the hives before the honey supers come off",
+    "The queen cell in hive four was torn down",
+    "Winter feeding of the orchard hives starts in October with syrup",
+    "Hive two swarmed; the queen settled in the apple tree by the orchard gate",
+]
+NOT_RECALLED = {
+    "hidden": f"The hive queen honey safe code {SECRET} is kept in the orchard shed",
+    "channel": "Garden channel: the orchard hive queen and the honey frames, honey and queen",
+    "forgotten": "Forgotten: honey, honey, the queen of the orchard hive",
+}
+RECALL_QUERIES = ("orchard hive queen", "honey frames", '"queen cell"', "smoke hiv*")
+
+
+def remember(ws: Workspace, *, everything: bool) -> None:
+    """`RECALLED` into `ws`'s memory, each at its own time, with another channel's memory
+    (a search of this vault's leaves it out, as a filter does, and counts it) and, with
+    `everything`, the memories its reader may not recall at all between them."""
+    for n, text in enumerate(RECALLED):
+        ws.memory.add(text, created_at=1_700_000_000 + 600 * n, source={"paths": ["Orchard.md"]})
+        if n == 2:
+            ws.memory.add(NOT_RECALLED["channel"], tier="channel", scope="garden")
+        if everything and n == 2:
+            ws.memory.add(NOT_RECALLED["hidden"], source={"paths": ["Private/secret.md"]})
+            ws.memory.forget(ws.memory.add(NOT_RECALLED["forgotten"]).id, soft=True)
+
+
+def assert_recalls_alike(ws: Workspace, oracle: Workspace) -> None:
+    """Memory search ranks and scores on `ws` what it does on `oracle`."""
+    for text in RECALL_QUERIES:
+        seen, want = (w.memory.search(text, now=1.0) for w in (ws, oracle))
+        assert seen, text
+        assert not leaks([m.to_dict() for m in seen])
+        assert [m.text for m in seen] == [m.text for m in want], text
+        assert [m.score for m in seen] == pytest.approx([m.score for m in want], rel=1e-9)
+
+
+def test_a_hidden_memory_s_words_move_no_score_of_what_the_reader_recalls(
+    vault: Path, tmp_path: Path
+) -> None:
+    """Memory's bm25 counts the memories the reader may recall: memory search, and the
+    memories select fuses, are score for score those of a memory that never held the
+    others."""
+    other = make_private_vault(tmp_path / "other")
+    with (
+        Workspace.open(vault, {"embed": False}) as ws,
+        Workspace.open(other, {"embed": False}) as oracle,
+    ):
+        ws.index()
+        oracle.index()
+        remember(ws, everything=True)
+        remember(oracle, everything=False)
+        assert_recalls_alike(ws, oracle)
+        for text in RECALL_QUERIES:
+            seen, want = (
+                [c for c in w.select(text, use_vectors=False).candidates if c.kind == "memory"]
+                for w in (ws, oracle)
+            )
+            assert seen, text
+            assert [c.text for c in seen] == [c.text for c in want]
+            assert [c.score for c in seen] == pytest.approx([c.score for c in want], rel=1e-6)
+            assert not leaks([c.text for c in seen])
+
+
 # --- models: the refinement gate and the agent --------------------------------------------
 
 

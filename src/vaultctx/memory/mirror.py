@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 import numpy as np
 
@@ -113,15 +113,19 @@ class VectorMirror:
         if said is not None:
             self._speakers[said[0]][said[1]] -= 1
 
-    def speakers(self, scopes: Sequence[Scope]) -> set[str]:
-        """Everyone who said a live memory of these scopes."""
+    def speakers(self, scopes: Sequence[Scope], without: Collection[int] = ()) -> set[str]:
+        """Everyone who said a live memory of these scopes, other than those `without`
+        (rowids)."""
         with self.lock:
-            return {
-                name
-                for bucket in self.bucket_ids(scopes)
-                for name, count in self._speakers.get(int(bucket), Counter()).items()
-                if count > 0
-            }
+            buckets = {int(bucket) for bucket in self.bucket_ids(scopes)}
+            counts = Counter[str]()
+            for bucket in buckets:
+                counts.update(self._speakers.get(bucket, Counter()))
+            for rowid in without:
+                said = self._said_by.get(self._rows.get(rowid, -1))
+                if said is not None and said[0] in buckets:
+                    counts[said[1]] -= 1
+            return {name for name, count in counts.items() if count > 0}
 
     def mask(self, scopes: Sequence[Scope], kinds: Sequence[MemoryKind]) -> np.ndarray:
         """Rows of these scopes and kinds; cached until the mirror changes (every turn asks
@@ -138,25 +142,41 @@ class VectorMirror:
         self._masks[key] = mask
         return mask
 
-    def count(self, scopes: Sequence[Scope], kind: MemoryKind) -> int:
-        with self.lock:
-            return int(np.count_nonzero(self.mask(scopes, [kind])))
+    def _shown(self, mask: np.ndarray, without: Collection[int]) -> np.ndarray:
+        """`mask` less the rows of `without` (rowids)."""
+        rows = [row for rowid in without if (row := self._rows.get(rowid)) is not None]
+        if not rows:
+            return mask
+        shown = mask.copy()
+        shown[rows] = False
+        return shown
 
-    def vectors_in(self, scopes: Sequence[Scope]) -> int:
+    def count(
+        self, scopes: Sequence[Scope], kind: MemoryKind, without: Collection[int] = ()
+    ) -> int:
         with self.lock:
-            return int(
-                np.count_nonzero(self.mask(scopes, list(MemoryKind)) & self.has_vec[: self._n])
-            )
+            return int(np.count_nonzero(self._shown(self.mask(scopes, [kind]), without)))
+
+    def vectors_in(self, scopes: Sequence[Scope], without: Collection[int] = ()) -> int:
+        with self.lock:
+            mask = self._shown(self.mask(scopes, list(MemoryKind)), without)
+            return int(np.count_nonzero(mask & self.has_vec[: self._n]))
 
     def nearest(
-        self, query: np.ndarray, scopes: Sequence[Scope], kinds: Sequence[MemoryKind], k: int
+        self,
+        query: np.ndarray,
+        scopes: Sequence[Scope],
+        kinds: Sequence[MemoryKind],
+        k: int,
+        without: Collection[int] = (),
     ) -> list[tuple[int, float]]:
-        """Top-k (memory rowid, cosine) among memories of these scopes and kinds."""
+        """Top-k (memory rowid, cosine) among memories of these scopes and kinds, other
+        than those `without` (rowids)."""
         with self.lock:
             if self._n == 0 or self.matrix.shape[1] != query.shape[0]:
                 return []
             n = self._n
-            mask = self.mask(scopes, kinds) & self.has_vec[:n]
+            mask = self._shown(self.mask(scopes, kinds), without) & self.has_vec[:n]
             rows = np.nonzero(mask)[0]
             if rows.size == 0:
                 return []

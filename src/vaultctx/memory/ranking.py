@@ -5,6 +5,10 @@ neighbour search over memory embeddings and, when the query names a time, token 
 among memories formed then; the embedding is computed in a worker thread while FTS5 searches
 (`search.hybrid`). Rank fusion alone cannot tell a clear match from the best of weak ones, so
 each memory's fused relevance is scaled by how close its raw scores come to each list's best.
+Every list holds only the memories of the scopes and kinds asked that the reader may recall
+(not forgotten, not drawn from a note the reader's view hides); bm25's statistics are those
+of every memory the reader may recall, as a filter leaves the statistics of notes alone: the
+others take no rank and move no score (`MemoryRepository.view`).
 
 Why rank fusion here, when notes are fused by their shares of each list's best
 (`pipeline.note_ranking`): on LoCoMo (both doors, 1,033 questions) fusing memories the notes'
@@ -108,7 +112,7 @@ from ..search.hybrid import HYBRID, after_embed_error, meanwhile, model_failure,
 from .extract import ARC_KEY
 from .models import Memory, MemoryKind, Tier
 from .places import Target
-from .store import ScoreRow
+from .store import MemoryRepository, ScoreRow
 from .temporal import Window, time_window
 
 DEPTH = 50
@@ -225,16 +229,26 @@ def hybrid_search(
     pool: ThreadPoolExecutor | None = None,
     rrf_k: int = DEFAULT_RRF_K,
     min_similarity: float = MIN_SIMILARITY,
+    hidden: Mapping[MemoryRepository, Collection[int]] | None = None,
 ) -> Ranking:
     """Rank memories of `targets` for `query`. Never raises for a failing model: it falls
     back to token recall and says so in `retrieval_path`. `query_vector` is the embedding
-    of `query` when the caller has it (reused unless names are taken out of the query)."""
+    of `query` when the caller has it (reused unless names are taken out of the query).
+    `hidden`: the rowids, per database, of memories the reader may not see — not there for
+    any list, nor for how the query is read (who said what, how rare a word is)."""
     targets = [(repo, list(scopes)) for repo, scopes in targets if scopes]
-    speakers = {n for repo, scopes in targets for n in repo.sync_mirror().speakers(scopes)}
+    unseen = [frozenset((hidden or {}).get(repo, ())) for repo, _ in targets]
+    speakers = {
+        n
+        for (repo, scopes), without in zip(targets, unseen, strict=True)
+        for n in repo.sync_mirror().speakers(scopes, without)
+    }
     reading = read_query(query, speakers, now)
     if reading.content != query:
         query_vector = None
-    with_vectors = [i for i, (repo, scopes) in enumerate(targets) if repo.mirror.vectors_in(scopes)]
+    with_vectors = [
+        i for i, (repo, scopes) in enumerate(targets) if repo.mirror.vectors_in(scopes, unseen[i])
+    ]
     use_vectors = bool(with_vectors) and (embed is not None or query_vector is not None)
 
     # The model encodes while FTS5 searches (`search.hybrid.meanwhile`); the nearest-neighbour
@@ -245,10 +259,12 @@ def hybrid_search(
 
     ranked: dict[str, list[Hit]] = {"token_recall": [], "temporal": []}
     for i, (repo, scopes) in enumerate(targets):
-        found = repo.token_recall(reading.content, scopes, kinds, DEPTH)
+        found = repo.token_recall(reading.content, scopes, kinds, DEPTH, hidden=unseen[i])
         ranked["token_recall"] += [Hit(f"{i}:{r}", s) for r, s in found]
         if reading.window is not None:  # the query's words among memories of its time
-            found = repo.token_recall(reading.content, scopes, kinds, DEPTH, window=reading.window)
+            found = repo.token_recall(
+                reading.content, scopes, kinds, DEPTH, window=reading.window, hidden=unseen[i]
+            )
             ranked["temporal"] += [Hit(f"{i}:{r}", s) for r, s in found]
 
     failure: Exception | None = None
@@ -261,7 +277,9 @@ def hybrid_search(
             found_vec = [
                 Hit(f"{i}:{r}", s)
                 for i in with_vectors
-                for r, s in targets[i][0].mirror.nearest(query_vector, targets[i][1], kinds, DEPTH)
+                for r, s in targets[i][0].mirror.nearest(
+                    query_vector, targets[i][1], kinds, DEPTH, unseen[i]
+                )
             ]
             ranked["embedding"] = [h for h in found_vec if h.score >= min_similarity]
         except Exception as exc:  # a broken model must not take memory down with it

@@ -7,7 +7,7 @@ from __future__ import annotations
 import builtins
 import getpass
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -122,7 +122,7 @@ class MemoryService:
         deriver = TurnDeriver(self.places, self.extractor, self._counters.count)
         self._writes = MemoryWrites(self.places, deriver, embedder, self._counters)
         self._writes.on_write = self._register
-        self._recall = TurnRecall(self.places, self._rank, self._unreadable)
+        self._recall = TurnRecall(self.places, self._rank, self._hidden)
         self._selector: Selector | None = None
         self._retriever = MemoryRetriever(self._retriever_search)
 
@@ -370,13 +370,18 @@ class MemoryService:
         self, query: str, scopes: Sequence[Scope], *, k: int, now: float,
         kinds: Sequence[MemoryKind | str] = (), query_vector: np.ndarray | None = None,
         exclude: Collection[str] = (), reader: IndexView | None = None,
+        hidden: Mapping[MemoryRepository, Mapping[int, str]] | None = None,
     ) -> SearchResult:  # fmt: skip
+        """`hidden`: `_hidden(reader)`, when the caller has it."""
+        if hidden is None:
+            hidden = self._hidden(reader)
         result = rank(
             self.places.targets(scopes),
             query,
             kinds=[MemoryKind(kd) for kd in kinds] or list(MemoryKind),
             k=k,
-            exclude={*exclude, *self._unreadable(reader)},
+            exclude=exclude,
+            hidden={repo: rows.keys() for repo, rows in hidden.items()},
             now=now,
             half_lives=self.half_lives,
             embed=self._embed_query,
@@ -388,18 +393,18 @@ class MemoryService:
             self._counters.count("embed_errors", RuntimeError(result.error))
         return result
 
-    def _unreadable(self, reader: IndexView | None = None) -> list[str]:
-        """Ids of the memories drawn from a note `reader` (default: this memory's reader's
-        view) hides."""
+    def _hidden(self, reader: IndexView | None = None) -> dict[MemoryRepository, dict[int, str]]:
+        """{database: {rowid: id}} of the memories drawn from a note `reader` (default:
+        this memory's reader's view) hides: for a search they were never written."""
         view = reader or (self.scope.view() if self.scope is not None else None)
         if view is None or not view.restricts:
-            return []
-        return [
-            memory_id
-            for repo in self.places.repos()
-            for memory_id, paths in repo.note_sources()
-            if not all(view.readable(path) for path in paths)
-        ]
+            return {}
+        hidden: dict[MemoryRepository, dict[int, str]] = {}
+        for repo in self.places.repos():
+            for rowid, memory_id, paths in repo.note_sources():
+                if not all(view.readable(path) for path in paths):
+                    hidden.setdefault(repo, {})[rowid] = memory_id
+        return hidden
 
     def _retriever_search(
         self,

@@ -14,16 +14,17 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from ..search.query import QueryTokenizer, build_query
+from ..search.query import MAX_TERMS, POSTINGS_BUDGET, QueryTokenizer, build_query
 from ..storage.books import OWN_FILE, MemoryBook
 from ..storage.db import IndexDatabase
-from ..storage.lexical import FtsTerms, run_bm25
+from ..storage.lexical import AbsentRows, FtsTerms, absent_rows, bm25_seen, table_stats
 from .merging import DraftMerging
 from .migrations import migrate_memory
 from .mirror import Scope, VectorMirror
@@ -33,6 +34,7 @@ from .sharing import BookSharing
 
 # bm25 weights of (text, summary, themes).
 FTS_WEIGHTS = (1.0, 0.5, 0.5)
+_VIEWS_KEPT = 16  # readers' views (scopes, kinds, hidden memories) whose statistics are kept
 
 
 class ScoreRow(NamedTuple):
@@ -43,6 +45,44 @@ class ScoreRow(NamedTuple):
     last_used: float  # formed or last accessed, whichever is later: what recency counts
     created_at: float
     speaker: str | None
+
+
+@dataclass(frozen=True)
+class MemoryView:
+    """The memories one search may recall (`where` on `memories`, aliased `m`, with `args`):
+    their number, and the rows of `memories_fts` outside them (None: there are none)."""
+
+    where: tuple[str, ...]
+    args: tuple[object, ...]
+    rows: int
+    absent: AbsentRows | None
+
+    @property
+    def rows_sql(self) -> str:
+        return "SELECT m.rowid FROM memories m WHERE " + " AND ".join(self.where)
+
+
+class ViewTerms:
+    """The index terms of text, and how many of a view's memories hold each (a
+    `search.query.TermSource`): how a query is read counts only what the reader may recall.
+
+    Counting within the view reads every occurrence of each term (milliseconds a query), so
+    the book's own counts answer when the budget cannot bind (at most MAX_TERMS terms, within
+    POSTINGS_BUDGET postings): every term held is then kept either way, and one only absent
+    memories hold matches no row of the view — no recalled memory's score can differ."""
+
+    def __init__(self, terms: FtsTerms, view: MemoryView) -> None:
+        self._terms = terms
+        self._view = view
+
+    def stems(self, text: str) -> builtins.list[str]:
+        return self._terms.stems(text)
+
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        whole = self._terms.doc_freqs(terms)
+        if len(whole) <= MAX_TERMS and sum(whole.values()) <= POSTINGS_BUDGET:
+            return whole
+        return self._terms.doc_freqs_among(terms, self._view.rows_sql, self._view.args)
 
 
 class MemoryRepository(DraftMerging, BookSharing):
@@ -68,6 +108,8 @@ class MemoryRepository(DraftMerging, BookSharing):
         self.db = IndexDatabase(path, migrate=migrate_memory)
         self.mirror = VectorMirror()
         self._secure = threading.local()
+        self._views: dict[tuple, tuple[int, MemoryView]] = {}
+        self._views_lock = threading.Lock()
         book.opened(self)
 
     # --- connections ---------------------------------------------------------------------
@@ -301,42 +343,98 @@ class MemoryRepository(DraftMerging, BookSharing):
         limit: int,
         *,
         window: tuple[float, float] | None = None,
+        hidden: Collection[int] = (),
     ) -> builtins.list[tuple[int, float]]:
         """FTS5 bm25 over text, summary and themes, with the select stage's query building
         (stop-words dropped, every term quoted): (memory rowid, score), best first.
-        `window` keeps memories formed in [start, end)."""
+        `window` keeps memories formed in [start, end); `hidden` (rowids) are memories the
+        reader may not see. The statistics, of the query's reading and of bm25, are those of
+        the memories the reader may recall here (`view`): of these scopes and kinds, live,
+        not hidden — as if the others had never been written."""
         if not scopes:
             return []
         conn = self.connect()
-        tokenizer = getattr(self._secure, "tokenizer", None)
-        if tokenizer is None:
-            tokenizer = self._secure.tokenizer = QueryTokenizer(FtsTerms(conn, "memories_fts"))
-        tokenizer.df_cache.clear()  # memories change with every turn: count afresh
-        total = max(1, self.mirror.size)
-        built = build_query(text, tokenizer, total)
+        view = self.view(hidden)
+        terms = getattr(self._secure, "terms", None)
+        if terms is None:
+            terms = self._secure.terms = FtsTerms(conn, "memories_fts")
+        tokenizer = QueryTokenizer(terms if view.absent is None else ViewTerms(terms, view))
+        built = build_query(text, tokenizer, max(1, view.rows))
         where, args = scope_filter(scopes, kinds, prefix="m.")
+        where, args = [*where, *view.where], [*args, *view.args]
         if window is not None:
             where.append("m.created_at >= ? AND m.created_at < ?")
             args += list(window)
-        return run_bm25(
+        absent = view.absent
+        return bm25_seen(
             conn,
             "memories_fts",
             built,
             FTS_WEIGHTS,
             limit,
+            None if absent is None else lambda: absent,
             join="memories m ON m.rowid = f.rowid",
-            where=[*where, "m.deleted_at IS NULL"],
+            where=where,
             args=args,
         )
 
-    def note_sources(self) -> builtins.list[tuple[str, builtins.list[str]]]:
-        """(id, note paths) of every live memory that came from notes: what a read policy
-        hides along with the notes."""
+    def view(self, hidden: Collection[int] = ()) -> MemoryView:
+        """The memories a reader may recall: live, and none of `hidden` (rowids, drawn from
+        notes hidden from them). Scopes and kinds are what one search asks for, as filters
+        are for notes: they narrow the answer, not the statistics, so a conversation's recall
+        costs no rescoring for the book's other conversations. Kept per generation and view:
+        the turns of a conversation ask with the same one until a memory is written."""
+        where: list[str] = ["m.deleted_at IS NULL"]
+        args: list[object] = []
+        if hidden:
+            where.append(f"m.rowid NOT IN ({','.join('?' * len(hidden))})")
+            args += sorted(hidden)
+        key = (tuple(where), tuple(args))
+        generation = self.generation()
+        with self._views_lock:
+            kept = self._views.get(key)
+        if kept is not None and kept[0] == generation:
+            return kept[1]
+        view = self._counted(self.connect(), where, args)
+        with self._views_lock:
+            if len(self._views) >= _VIEWS_KEPT:
+                self._views.clear()
+            self._views[key] = (generation, view)
+        return view
+
+    @staticmethod
+    def _counted(
+        conn: sqlite3.Connection, where: Sequence[str], args: Sequence[object]
+    ) -> MemoryView:
+        """The view `where` selects, its rows counted, and the rows outside it named by the
+        fewer of those it holds and those it does not."""
+        condition = " AND ".join(where)
+        (rows,) = conn.execute(
+            f"SELECT count(*) FROM memories m WHERE {condition}", args
+        ).fetchone()
+        whole = table_stats(conn, "memories_fts").rows
+        absent = None
+        if rows != whole:
+            seen_named = rows <= whole - rows
+            test = condition if seen_named else f"NOT ({condition})"
+            absent = absent_rows(
+                conn,
+                "memories_fts",
+                f"SELECT m.rowid FROM memories m WHERE {test}",
+                args,
+                seen_named=seen_named,
+            )
+        return MemoryView(tuple(where), tuple(args), int(rows), absent)
+
+    def note_sources(self) -> builtins.list[tuple[int, str, builtins.list[str]]]:
+        """(rowid, id, note paths) of every live memory that came from notes: what a read
+        policy hides along with the notes."""
+        self.refresh()  # a team's book: what other servers wrote, before it is judged
         rows = self.connect().execute(
-            "SELECT id, json_extract(source, '$.paths') FROM memories"
+            "SELECT rowid, id, json_extract(source, '$.paths') FROM memories"
             " WHERE deleted_at IS NULL AND json_array_length(source, '$.paths') > 0"
         )
-        return [(memory_id, json.loads(paths)) for memory_id, paths in rows]
+        return [(rowid, memory_id, json.loads(paths)) for rowid, memory_id, paths in rows]
 
     def count(self) -> int:
         self.refresh()

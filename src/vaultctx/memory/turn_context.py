@@ -4,7 +4,7 @@ same ranking as `search`), the user's rules, a catch-up on the last session, dia
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .extract import ARC_KEY
@@ -12,6 +12,7 @@ from .mirror import Scope
 from .models import Memory, MemoryContext, MemoryKind, Tier
 from .places import MemoryPlaces, Target
 from .ranking import SearchResult
+from .store import MemoryRepository
 
 if TYPE_CHECKING:
     from ..permissions.view import IndexView
@@ -19,22 +20,24 @@ if TYPE_CHECKING:
 MAX_RULES = 20
 
 Rank = Callable[..., SearchResult]
+Hidden = Mapping[MemoryRepository, Mapping[int, str]]
+"""{database: {rowid: id}} of the memories a reader may not see."""
 
 
 class TurnRecall:
     """Builds a turn's `MemoryContext`; caches the rules, which every turn of a session asks
-    for, until a database changes. `unreadable(reader)` names the memories a reader's view
+    for, until a database changes. `hidden(reader)` names the memories a reader's view
     (None: memory's own reader's) hides."""
 
     def __init__(
         self,
         places: MemoryPlaces,
         rank: Rank,
-        unreadable: Callable[[IndexView | None], Collection[str]],
+        hidden: Callable[[IndexView | None], Hidden],
     ) -> None:
         self.places = places
         self._rank = rank
-        self._unreadable = unreadable
+        self._hidden = hidden
         self._rules_cache: dict[tuple, tuple[tuple[int, ...], list[Memory]]] = {}
 
     def context(
@@ -45,22 +48,25 @@ class TurnRecall:
         already holds another way (the rules, the catch-up)."""
         started = time.perf_counter()
         visible = self.places.visible(session_id, channel)
-        hidden = set(self._unreadable(reader))
+        hidden_rows = self._hidden(reader)
+        hidden = {i for rows in hidden_rows.values() for i in rows.values()}
         rules = [m for m in self.rules(visible) if m.id not in hidden]
         catch_up = self.catch_up(session_id, channel) if first_turn else None
         if catch_up is not None and catch_up.id in hidden:
             catch_up = None
         shown = {m.id for m in rules} | ({catch_up.id} if catch_up else set())
-        ranked = self._rank(query, visible, k=k, now=now, exclude=shown, reader=reader)
+        ranked = self._rank(
+            query, visible, k=k, now=now, exclude=shown, reader=reader, hidden=hidden_rows
+        )
         entries = ranked.memories
         targets = self.places.targets(visible)
         diagnostics = {
             "load_memory_ms": round((time.perf_counter() - started) * 1000, 3),
             "semantic_hits": sum(m.kind is MemoryKind.SEMANTIC for m in entries),
-            "semantic_store_size": _store_size(targets, MemoryKind.SEMANTIC),
+            "semantic_store_size": _store_size(targets, MemoryKind.SEMANTIC, hidden_rows),
             "episodic_hits": sum(m.kind is MemoryKind.EPISODIC for m in entries)
             + (catch_up is not None),
-            "episodic_store_size": _store_size(targets, MemoryKind.EPISODIC),
+            "episodic_store_size": _store_size(targets, MemoryKind.EPISODIC, hidden_rows),
             "procedural_count": len(rules),
             "retrieval_path": ranked.retrieval_path,
             "catch_up": catch_up is not None,
@@ -100,5 +106,6 @@ class TurnRecall:
         return rules[:MAX_RULES]
 
 
-def _store_size(targets: Sequence[Target], kind: MemoryKind) -> int:
-    return sum(repo.mirror.count(scopes, kind) for repo, scopes in targets)
+def _store_size(targets: Sequence[Target], kind: MemoryKind, hidden: Hidden) -> int:
+    """The memories of `kind` the turn may recall."""
+    return sum(repo.mirror.count(scopes, kind, hidden.get(repo, {})) for repo, scopes in targets)

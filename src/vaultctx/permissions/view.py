@@ -8,10 +8,10 @@ their share of any count. A new door, retriever or tool that reads a view is pri
 without remembering to be, and a hidden note answers as a missing one does because, in
 the view, it is missing.
 
-How a query is read (which words are kept, which are too common to search) counts only the
-blocks in the view. Bm25's own weights — how rare a term is, the average block length — are
-the full-text index's, over every indexed block: they shift the scores of what is returned
-a little, never what may be returned.
+How a query is read (which words are kept, which are too common to search) and bm25's own
+weights (the number of blocks, their average length, how rare each term is) count only the
+blocks in the view: a hidden note moves no score. Memory counts its own the same way, over
+the memories the reader may recall (`memory.store.MemoryRepository.view`).
 """
 
 from __future__ import annotations

@@ -18,15 +18,12 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..errors import IndexDatabaseError
-from .lexical import AbsentRows, FtsTerms, LexicalQuery, absent_rows, rescore_without, run_bm25
+from .lexical import AbsentRows, FtsTerms, LexicalQuery, absent_rows, bm25_seen
 
 if TYPE_CHECKING:
     from .db import IndexDatabase
 
 PROBLEM_NOTES_SHOWN = 20  # notes with problems that `status` names; it counts them all
-# Blocks past the asked-for number that a reader who cannot see some notes has scored again:
-# rescoring moves a block only as far as those notes' share of the statistics moves it.
-RESCORED_MARGIN = 50
 ABSENT_SETS_KEPT = 16  # readers' sets of absent notes whose statistics are kept
 _IDS_PER_QUERY = 500  # keys bound in one `IN (...)`, well within SQLite's variable limit
 # The blocks with a vector of one model (`?`), and those vectors.
@@ -363,19 +360,16 @@ class SqliteReads:
         ):
             if table is not None:
                 where.append(f"b.note_id {test} (SELECT note_id FROM {table})")
-        ranked = run_bm25(
+        return bm25_seen(
             conn,
             "blocks_fts",
             query,
             weights,
-            limit + RESCORED_MARGIN if absent else limit,
+            limit,
+            (lambda: self._absent_rows(conn, frozenset(absent))) if absent else None,
             join="blocks b ON b.id = f.rowid" if where else None,
             where=where,
         )
-        if not absent or not ranked:
-            return ranked
-        unseen = self._absent_rows(conn, frozenset(absent))
-        return rescore_without(conn, "blocks_fts", query, weights, ranked, unseen)[:limit]
 
     def _absent_rows(self, conn: sqlite3.Connection, absent: frozenset[int]) -> AbsentRows:
         """The absent notes' blocks and tokens, kept per index generation and set of notes

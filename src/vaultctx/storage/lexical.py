@@ -22,6 +22,9 @@ FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 # categories, folding and diacritics) is left to FTS5 itself.
 _ASCII_TOKEN = re.compile(r"[A-Za-z0-9]+")
 STEM_CACHE_SIZE = 100_000
+# Rows past the asked-for number that a reader who cannot see some rows has scored again:
+# rescoring moves a row only as far as those rows' share of the statistics moves it.
+RESCORED_MARGIN = 50
 
 
 @dataclass(frozen=True)
@@ -149,17 +152,19 @@ class FtsTerms:
         )
         return dict(rows.fetchall())
 
-    def doc_freqs_among(self, terms: Sequence[str], rows_sql: str) -> dict[str, int]:
-        """Rows containing each term among the rows `rows_sql` selects (a SELECT of rowids):
-        what a set of hidden notes adds to `doc_freqs`. A term none of them holds is left
-        out."""
+    def doc_freqs_among(
+        self, terms: Sequence[str], rows_sql: str, args: Sequence[object] = ()
+    ) -> dict[str, int]:
+        """Rows containing each term among the rows `rows_sql` (a SELECT of rowids, with
+        `args` for its parameters) selects: what a set of hidden notes adds to `doc_freqs`,
+        or what a reader's rows hold. A term none of them holds is left out."""
         if not terms:
             return {}
         marks = ",".join("?" * len(terms))
         rows = self.conn.execute(
             f"SELECT term, count(DISTINCT doc) FROM temp.{self._instances}"
             f" WHERE term IN ({marks}) AND doc IN ({rows_sql}) GROUP BY term",
-            list(terms),
+            [*terms, *args],
         )
         return dict(rows.fetchall())
 
@@ -222,10 +227,24 @@ class RowStats:
 
 @dataclass(frozen=True)
 class AbsentRows:
-    """Rows a reader cannot see (rowids) and their tokens, all columns together."""
+    """Rows a reader cannot see and their tokens, all columns together: named by their
+    rowids (`ids`, `tokens` theirs) or, where the reader sees fewer rows than it cannot,
+    by the rows it sees (`seen_named`: `ids` and `tokens` are those)."""
 
     ids: frozenset[int]
     tokens: int
+    seen_named: bool = False
+
+    def seen(self, whole: RowStats) -> RowStats:
+        """The rows the reader sees of a table whose rows are `whole`, and their tokens."""
+        if self.seen_named:
+            return RowStats(len(self.ids), self.tokens)
+        return RowStats(whole.rows - len(self.ids), whole.tokens - self.tokens)
+
+    def seen_among(self, rowids: Sequence[int]) -> int:
+        """How many of `rowids` the reader sees."""
+        named = sum(1 for rowid in rowids if rowid in self.ids)
+        return named if self.seen_named else len(rowids) - named
 
 
 def table_stats(conn: sqlite3.Connection, table: str) -> RowStats:
@@ -241,13 +260,22 @@ def row_sizes(
     """{rowid: tokens, all columns} of the rows `rows_sql` (a SELECT of rowids, or a list
     of `?` for `args`) names, from FTS5's `_docsize`."""
     found = conn.execute(f"SELECT id, sz FROM {table}_docsize WHERE id IN ({rows_sql})", args)
-    return {rowid: sum(_varints(size)) for rowid, size in found}
+    # A record whose bytes are all below 0x80 is one-byte varints: its sum, without decoding.
+    return {rowid: sum(size) if size.isascii() else sum(_varints(size)) for rowid, size in found}
 
 
-def absent_rows(conn: sqlite3.Connection, table: str, rows_sql: str) -> AbsentRows:
-    """The rows `rows_sql` (a SELECT of rowids) selects, and their tokens."""
-    sizes = row_sizes(conn, table, rows_sql)
-    return AbsentRows(frozenset(sizes), sum(sizes.values()))
+def absent_rows(
+    conn: sqlite3.Connection,
+    table: str,
+    rows_sql: str,
+    args: Sequence[object] = (),
+    *,
+    seen_named: bool = False,
+) -> AbsentRows:
+    """The rows `rows_sql` (a SELECT of rowids, with `args`) selects, and their tokens: the
+    rows a reader cannot see, or (`seen_named`) those it sees."""
+    sizes = row_sizes(conn, table, rows_sql, args)
+    return AbsentRows(frozenset(sizes), sum(sizes.values()), seen_named)
 
 
 def _share_seen(
@@ -285,11 +313,11 @@ def rescore_without(
     if not ranked or not query.clauses:
         return list(ranked)
     whole = table_stats(conn, table)
-    seen_rows = whole.rows - len(absent.ids)
-    if seen_rows <= 0:
+    seen = absent.seen(whole)
+    if seen.rows <= 0:
         return []
     avgdl_whole = whole.tokens / whole.rows
-    avgdl_seen = (whole.tokens - absent.tokens) / seen_rows
+    avgdl_seen = seen.tokens / seen.rows
     ids = [rowid for rowid, _ in ranked]
     sizes = row_sizes(conn, table, ",".join("?" * len(ids)), ids)
     weight_marks = ", ".join("?" * len(weights))
@@ -303,12 +331,36 @@ def rescore_without(
         ).fetchall()
         if not shares:
             continue
-        holding_seen = len(shares) - sum(1 for rowid, _ in shares if rowid in absent.ids)
         idf_whole = idf_of(whole.rows, len(shares))
-        idf_seen = idf_of(seen_rows, holding_seen)
+        idf_seen = idf_of(seen.rows, absent.seen_among([rowid for rowid, _ in shares]))
         for rowid, share in shares:
             if rowid in scores:
                 scores[rowid] += _share_seen(
                     share, idf_whole, idf_seen, sizes.get(rowid, 0), avgdl_whole, avgdl_seen
                 )
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def bm25_seen(
+    conn: sqlite3.Connection,
+    table: str,
+    query: LexicalQuery,
+    weights: Sequence[float],
+    limit: int,
+    absent: Callable[[], AbsentRows] | None,
+    *,
+    join: str | None = None,
+    where: Sequence[str] = (),
+    args: Sequence[object] = (),
+) -> list[tuple[int, float]]:
+    """`run_bm25` as a reader who cannot see some rows of `table` scores it (`absent`, asked
+    only when something matched, says which): RESCORED_MARGIN more rows are ranked and
+    scored again with the reader's statistics (`rescore_without`). `join` and `where` must
+    leave the absent rows out. With `absent` None, `run_bm25` itself."""
+    if limit <= 0:
+        return []
+    pool = limit if absent is None else limit + RESCORED_MARGIN
+    ranked = run_bm25(conn, table, query, weights, pool, join=join, where=where, args=args)
+    if absent is None or not ranked:
+        return ranked
+    return rescore_without(conn, table, query, weights, ranked, absent())[:limit]
