@@ -20,6 +20,7 @@ from vaultctx import Workspace
 from vaultctx.pipeline.note_ranking import lift
 from vaultctx.pipeline.retrievers import Run, on_topic
 from vaultctx.search.fusion import Fused, Provenance
+from vaultctx.search.hybrid import from_median
 
 
 def paths(ws: Workspace, query: str) -> list[str]:
@@ -130,6 +131,15 @@ def test_a_context_note_lifts_by_how_far_it_stands_above_the_vaults_median_note(
     weighed = on_topic({1: 1.0, 2: 1.0, 4: 0.5, 5: 0.25, 9: 1.0}, vector, open_note=5)
     assert weighed == pytest.approx({1: 1.0, 2: 0.0, 4: 0.5 * 0.25, 5: 0.25, 9: 0.0})
     assert on_topic({2: 1.0}, Run(), open_note=None) == {2: 1.0}
+
+
+def test_note_cosines_read_from_the_median_note_gate_the_context_from_that_median():
+    """Read from the vault's median note (0.8: e5, every cosine high), the gate's median is
+    that one, not the median of the notes feedback scored again (all near the question)."""
+    raw = np.array([0.9, 0.85, 0.85, 0.87, 0.8], dtype=np.float32)
+    vector = Run(maxima=(np.array([1, 2, 3, 4, 5]), from_median(raw, 0.8)), median=0.8)
+    weighed = on_topic({1: 1.0, 2: 1.0, 4: 1.0, 5: 1.0}, vector, open_note=None)
+    assert weighed == pytest.approx({1: 1.0, 2: 0.5**2, 4: 0.7**2, 5: 0.0}, abs=1e-6)
 
 
 @pytest.mark.slow

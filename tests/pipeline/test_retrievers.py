@@ -156,3 +156,58 @@ def test_a_failed_read_of_the_vectors_is_not_the_model_s_error(matrix):
     assert failed.hits == []
     no_model = vector_run(lambda: matrix, broken_model, out_vector=[None], **options)
     assert no_model.error == "embed: RuntimeError: cannot encode"
+
+
+def note_scores(run: Run) -> dict[int, float]:
+    notes, best = run.maxima
+    return dict(zip(notes.tolist(), best.tolist(), strict=True))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_model_asking_for_it_has_its_note_cosines_read_from_the_median_note(matrix, seed):
+    """The first pass's median note cosine (each note's best block, over every note) is
+    where the notes' scores start; the blocks' cosines, and so every rank feedback and the
+    candidates' blocks follow, stay as they are."""
+    vector = query(20 + seed)
+    plain, read = run_of(matrix, vector), run_of(matrix, vector, cosine_from_median=True)
+    _, best = matrix.note_maxima(matrix.scores(vector))
+    assert plain.median is None
+    assert read.median == pytest.approx(float(np.median(best)))
+    assert hits(read) == hits(plain)
+    for run in (plain, read):
+        feedback(Run(), run, vector, matrix, 60, allowed=None, hidden=frozenset())
+    assert hits(read) == hits(plain)
+    raw, calibrated = note_scores(plain), note_scores(read)
+    assert calibrated.keys() == raw.keys()
+    assert min(raw.values()) < read.median  # the plain run's scores were not touched
+    for note, score in raw.items():
+        assert calibrated[note] == pytest.approx(
+            max(0.0, (score - read.median) / (1 - read.median))
+        )
+    assert [h.key for h in read.notes if h.score > 0] == [h.key for h in plain.notes][
+        : sum(h.score > 0 for h in read.notes)
+    ]
+
+
+def test_a_hidden_note_read_from_the_median_stays_out_rather_than_scoring_zero(matrix):
+    vector = query(30)
+    hidden = frozenset(range(1, 150))
+    run = run_of(matrix, vector, hidden=hidden, cosine_from_median=True)
+    feedback(Run(), run, vector, matrix, 60, allowed=None, hidden=hidden)
+    scores = note_scores(run)
+    assert all(scores[n] == -np.inf for n in hidden if n in scores)
+    assert not {int(h.key[5:]) for h in run.notes} & hidden
+    _, best = matrix.note_maxima(matrix.scores(vector, hidden_notes=np.array(sorted(hidden))))
+    assert run.median == pytest.approx(float(np.median(best[np.isfinite(best)])))
+
+
+def test_past_the_sketch_the_median_note_comes_from_the_sample_the_spread_does(
+    matrix, sketched, candidates, monkeypatch
+):
+    monkeypatch.setattr(retrievers, "SPREAD_SAMPLE", 500)
+    vector = query(31)
+    run = run_of(sketched, vector, cosine_from_median=True)
+    assert run.approximate
+    sample = np.arange(0, sketched.size, max(1, sketched.size // retrievers.SPREAD_SAMPLE))
+    _, best = sketched.note_maxima(sketched.scores(vector, rows=sample), rows=sample)
+    assert run.median == pytest.approx(float(np.median(best)))

@@ -7,6 +7,7 @@ import sqlite3
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -15,6 +16,7 @@ from vaultctx.errors import EmbeddingUnavailable
 from vaultctx.search.hybrid import (
     HYBRID,
     after_embed_error,
+    from_median,
     meanwhile,
     model_failure,
     share_of_best,
@@ -60,6 +62,33 @@ def test_a_share_of_the_best_is_never_negative_and_the_best_is_whole(score, best
         assert share_of_best(best, best) == 1.0
     else:
         assert share == 0.0
+
+
+def test_a_cosine_read_from_the_median_note_is_how_far_it_stands_out_of_the_vault():
+    """e5's cosines: every passage near 0.8, the answer a little above; read from the
+    median note's (0.8) the answer stands out and a note below the median counts nothing."""
+    assert from_median(0.9, 0.8) == pytest.approx(0.5)
+    assert from_median(0.78, 0.8) == 0.0
+    assert from_median(1.0, 0.8) == pytest.approx(1.0)
+    scores = np.array([0.9, 0.8, 0.7, -np.inf], dtype=np.float32)
+    read = from_median(scores, 0.8)
+    assert read.dtype == np.float32
+    assert read[:3].tolist() == pytest.approx([0.5, 0.0, 0.0])
+    assert read[3] == -np.inf  # a masked note stays out of every list
+
+
+@given(
+    st.lists(st.floats(-1, 1, width=32), min_size=1, max_size=20),
+    st.floats(-1, 0.999),
+)
+def test_reading_from_the_median_keeps_the_order_and_stays_in_zero_one(cosines, median):
+    read = [from_median(c, median) for c in cosines]
+    assert all(0.0 <= r <= 1.0 + 1e-9 for r in read)
+    in_order = [r for _, r in sorted(zip(cosines, read, strict=True))]
+    assert in_order == sorted(in_order)  # never reorders two cosines
+    assert from_median(median, median) == 0.0
+    array = from_median(np.asarray(cosines, dtype=np.float32), median)
+    assert array.tolist() == pytest.approx(read, abs=1e-6)
 
 
 @pytest.fixture

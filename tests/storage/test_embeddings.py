@@ -154,6 +154,17 @@ def test_the_bundled_and_the_full_precision_model_have_their_own_identity() -> N
     assert BUNDLED_MODEL_ID != FULL_PRECISION_MODEL_ID
 
 
+def test_only_the_multilingual_model_asks_for_its_cosines_read_from_the_median_note() -> None:
+    """The declaration select follows (`search.hybrid.from_median`): MiniLM's cosines are
+    read as they are, in every form it ships, so its answers do not move; e5's every
+    cosine sits high and is read from the vault's median note. Nothing is loaded."""
+    for name in ("default", FULL_PRECISION_MODEL, "someone/other-model"):
+        for backend in ("auto", "onnx", "torch"):
+            assert Embedder(name, backend=backend).cosine_from_median is False
+    assert Embedder("multilingual-e5-small").cosine_from_median is True
+    assert Embedder("Multilingual-E5-Small", backend="onnx").cosine_from_median is True
+
+
 def test_the_bundled_model_folder_is_read_without_weights() -> None:
     spec = read_spec(BUNDLED_FOLDER)
     assert spec.prebuilt

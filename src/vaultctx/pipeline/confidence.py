@@ -5,7 +5,8 @@ Ranking scores are shares of each list's best, so the first result scores 1.00 w
 is. Confidence is read from absolute evidence instead, for each candidate:
 
 - `cosine`: its block's cosine with the query's embedding (the query as typed, not the one
-  feedback moved towards the lexical hits);
+  feedback moved towards the lexical hits), read from the vault's median note when the model
+  asks for it (`search.hybrid.from_median`: a model whose every cosine sits high);
 - `coverage`: the share of the query's terms, weighted by their idf, that the candidate's
   title, heading and text hold (a word the index lacks is a term missed);
 - `agreement`: 1 when lexical and vector search both ranked the block, else 0.
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..search.hybrid import from_median
 from ..search.vectors import dot_rows
 from ..storage.language import analyse
 from .models import Candidate
@@ -117,10 +119,14 @@ def assess(
     store_size: int,
     matrix: VectorMatrix | None,
     query_vector: np.ndarray | None,
+    median: float | None = None,
 ) -> tuple[list[Candidate], Verdict]:
-    """Each candidate with its confidence, and the answer's verdict."""
+    """Each candidate with its confidence, and the answer's verdict; `median`: the vault's
+    median note cosine for this query, that cosines are read from (None: as they are)."""
     terms = _query_terms(lexical, doc_freqs, store_size)
     cosines = _block_cosines(candidates, matrix, query_vector)
+    if cosines is not None and median is not None:
+        cosines = {key: from_median(cosine, median) for key, cosine in cosines.items()}
     languages = lexical.languages if lexical is not None else ("en",)
     coverages = _coverages(reads, candidates, terms, languages)
     found = [

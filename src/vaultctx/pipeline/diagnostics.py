@@ -67,7 +67,8 @@ def explanation(
         else {  # how far each note's best cosine was discounted for its length
             "spread": round(runs["vector"].spread, 4),
             "length_correction": LENGTH_CORRECTION,
-        },
+        }
+        | _median(runs["vector"]),
         "pointers": [
             {"from": paths[a], "to": paths[b]} for a, b in traded if a in paths and b in paths
         ],
@@ -76,6 +77,11 @@ def explanation(
         "hidden_notes": len(search.hidden),
         "weights": dict(weights),
     }
+
+
+def _median(vector: Run) -> dict[str, float]:
+    """The median note cosine the notes' cosines were read from, when they were."""
+    return {} if vector.median is None else {"median_note_cosine": round(vector.median, 4)}
 
 
 def retrieval_path(runs: Mapping[str, Run], use_vectors: bool, vectors_indexed: bool) -> str:

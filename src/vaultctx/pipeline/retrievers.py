@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import IndexDatabaseError, IndexUnavailable
 from ..search.fusion import Hit, rrf_order
-from ..search.hybrid import model_failure
+from ..search.hybrid import from_median, model_failure
 from ..search.query import QueryTokenizer, build_query
 from ..search.vectors import VectorMatrix, top_notes
 from ..storage.lexical import LexicalQuery
@@ -112,6 +112,9 @@ class Run:
     rows: np.ndarray | None = None  # vector: the rows the first pass scored; None: every row
     approximate: bool = False  # vector: the matrix's sketch chose those rows
     spread: float = 0.0  # vector: the standard deviation of the first pass's scores
+    # vector: the median over notes of each note's best cosine in the first pass, when the
+    # model's cosines are read from it (`from_median`: `notes` and `maxima` are); else None
+    median: float | None = None
 
 
 @dataclass
@@ -258,13 +261,15 @@ def on_topic(context: dict[int, float], vector: Run, open_note: int | None) -> d
     how far the best note's does, squared (0 at the median or below, a quarter halfway, 1 at
     the best). A note about something else says nothing about what the question means, and
     a random note of the vault sits near the median. The note asked about (`related`) keeps
-    its weight; without the vector scan, all do."""
+    its weight; without the vector scan, all do. Scores read from the first pass's median
+    (`Run.median`) have that median at 0."""
     if vector.maxima is None or not context:
         return context
     note_ids, best = vector.maxima
     if note_ids.size == 0:
         return context
-    top, median = float(np.max(best)), float(np.median(best))
+    top = float(np.max(best))
+    median = 0.0 if vector.median is not None else float(np.median(best))
     if top <= median:
         return context
     ids = np.fromiter(context, dtype=np.int64, count=len(context))
@@ -284,16 +289,19 @@ def vector_run(
     allowed: set[int] | None,
     hidden: frozenset[int],
     out_vector: list[np.ndarray | None],
+    cosine_from_median: bool = False,
 ) -> Run:
     """The first pass of vector search: every block scored against the query's embedding
     (`embed`, which it stores in `out_vector`), the best blocks, and the pool of rows
     feedback scores again. A broken model, or a failed read of the vectors (the index's
     database failing, or out of reach), is the run's error, not select's; each says which.
+    `cosine_from_median` (the model's declaration): the notes' cosines are then read from
+    the median note's in this pass (`Run.median`).
 
     A matrix with a sketch (too large to score whole at every query) has only the
     SKETCH_CANDIDATES rows its sketch ranks best scored, or the allowed notes' blocks when
     filters narrow the search; the spread then comes from a strided sample of the whole
-    matrix, as it would from a full pass."""
+    matrix, as it would from a full pass, and so does the median note's cosine."""
     t0 = time.perf_counter()
     try:
         vectors = matrix()
@@ -302,11 +310,11 @@ def vector_run(
         notes_allowed, notes_hidden = _sorted_ids(allowed), _sorted_ids(hidden or None)
         rows, approximate = _candidate_rows(vectors, vector, notes_allowed)
         scores = vectors.scores(vector, notes_allowed, rows=rows, hidden_notes=notes_hidden)
-        spread_scores = scores
+        spread_scores, spread_rows = scores, rows
         if rows is not None:
-            sample = np.arange(0, vectors.size, max(1, vectors.size // SPREAD_SAMPLE))
+            spread_rows = np.arange(0, vectors.size, max(1, vectors.size // SPREAD_SAMPLE))
             spread_scores = vectors.scores(
-                vector, notes_allowed, rows=sample, hidden_notes=notes_hidden
+                vector, notes_allowed, rows=spread_rows, hidden_notes=notes_hidden
             )
     except (IndexDatabaseError, IndexUnavailable) as exc:
         detail = exc.detail if isinstance(exc, IndexDatabaseError) else str(exc)
@@ -316,9 +324,19 @@ def vector_run(
     run = Run(
         scores=scores, rows=rows, approximate=approximate, spread=cosine_spread(spread_scores)
     )
+    if cosine_from_median:
+        run.median = median_note(vectors, spread_scores, spread_rows)
     _fill_block_hits(run, vectors, scores, rows=rows, pool=FEEDBACK_POOL)
     run.ms = (time.perf_counter() - t0) * 1000
     return run
+
+
+def median_note(matrix: VectorMatrix, scores: np.ndarray, rows: np.ndarray | None) -> float | None:
+    """The median over notes of each note's best score (one per row, or per row of `rows`),
+    masked notes left out; None when no note has one."""
+    _, best = matrix.note_maxima(scores, rows=rows)
+    best = best[np.isfinite(best)]
+    return float(np.median(best)) if best.size else None
 
 
 def _candidate_rows(
@@ -404,10 +422,11 @@ def _fill_block_hits(
 def _fill_notes(
     run: Run, matrix: Any, scores: np.ndarray, *, rows: np.ndarray | None = None
 ) -> None:
-    """Every scored note's best score, corrected for the note's length, and the best notes,
-    from the same scores."""
+    """Every scored note's best score, corrected for the note's length (and read from the
+    median note's, when the run has one), and the best notes, from the same scores."""
     notes, best = matrix.note_maxima(scores, rows=rows)
-    run.maxima = notes, length_corrected(best, matrix.block_counts(notes), run.spread)
+    best = length_corrected(best, matrix.block_counts(notes), run.spread)
+    run.maxima = notes, best if run.median is None else from_median(best, run.median)
     note_ids, note_scores = top_notes(run.maxima, NOTE_DEPTH)
     run.notes = [
         Hit(note_key(int(n)), float(s)) for n, s in zip(note_ids, note_scores, strict=True)

@@ -288,6 +288,7 @@ class Selector:
             store_size=search.store_size,
             matrix=found.matrix,
             query_vector=found.query_vector,
+            median=found.runs["vector"].median,
         )
         diagnostics = diagnostics_of(search, found, plugins, use_vectors, started)
         diagnostics["evidence"] = verdict.evidence.as_dict()
@@ -434,6 +435,7 @@ class Selector:
             allowed=search.allowed,
             hidden=search.hidden,
             out_vector=out_vector,
+            cosine_from_median=embedder.cosine_from_median,
         )
 
     def _start_plugins(self, search: Search) -> dict[str, Future[Run]]:
