@@ -49,8 +49,9 @@ class ScoreRow(NamedTuple):
 
 @dataclass(frozen=True)
 class MemoryView:
-    """The memories one search may recall (`where` on `memories`, aliased `m`, with `args`):
-    their number, and the rows of `memories_fts` outside them (None: there are none)."""
+    """The memories a reader may recall (`where` on `memories`, aliased `m`, with `args`),
+    whatever scopes a search asks for: their number, and the rows of `memories_fts` outside
+    them (None: there are none)."""
 
     where: tuple[str, ...]
     args: tuple[object, ...]
