@@ -34,7 +34,7 @@ from .sharing import BookSharing
 
 # bm25 weights of (text, summary, themes).
 FTS_WEIGHTS = (1.0, 0.5, 0.5)
-_VIEWS_KEPT = 16  # readers' views (scopes, kinds, hidden memories) whose statistics are kept
+_VIEWS_KEPT = 16  # readers' views (their hidden memories) whose statistics are kept
 
 
 class ScoreRow(NamedTuple):
@@ -350,8 +350,8 @@ class MemoryRepository(DraftMerging, BookSharing):
         (stop-words dropped, every term quoted): (memory rowid, score), best first.
         `window` keeps memories formed in [start, end); `hidden` (rowids) are memories the
         reader may not see. The statistics, of the query's reading and of bm25, are those of
-        the memories the reader may recall here (`view`): of these scopes and kinds, live,
-        not hidden — as if the others had never been written."""
+        the memories the reader may recall (`view`): live and not hidden, of any scope or
+        kind — as if the others had never been written; the scopes and kinds filter."""
         if not scopes:
             return []
         conn = self.connect()
