@@ -38,7 +38,7 @@ def unrelated_note(ws, graph, expected: list[str], question: str) -> str | None:
     for path in expected:
         if path in graph:
             near |= set(graph.successors(path)) | set(graph.predecessors(path))
-    pool = sorted(n for n in graph.nodes if n not in near)
+    pool = sorted(n for n in graph if n not in near)
     if not pool:
         return None
     return random.Random(zlib.crc32(question.encode())).choice(pool)

@@ -54,11 +54,11 @@ def sense(folder: Path, work: Path, embedder: object, limit: int | None) -> dict
     with Workspace.open(vault, embedder=embedder) as ws:
         ws.index()
         graph = ws.graph()
-        notes = sorted(graph.nodes)[:limit]
+        notes = sorted(graph)[:limit]
         for path in notes:
             neighbours = set(graph.successors(path)) | set(graph.predecessors(path))
             related = ws.related(path, k=TOP).candidates
-            title = graph.nodes[path].get("title") or Path(path).stem
+            title = graph.titles.get(path) or Path(path).stem
             by_title = [c for c in ws.select(title, k=TOP + 1, max_per_note=1).candidates
                         if c.path != path][:TOP]  # fmt: skip
             for name, found in (("related", related), ("title", by_title)):

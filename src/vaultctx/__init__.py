@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .llm import LLMSettings
     from .pipeline.context import ContextItem, SessionContext
     from .pipeline.models import Candidate, Filters, Selection
-    from .storage import Embedder, IndexReport, IndexStatus
+    from .storage import Embedder, IndexReport, IndexStatus, Link, LinkGraph
     from .workspace import Workspace
 
 # Exports that pull in pydantic or numpy load on first use (PEP 562), so `import vaultctx`
@@ -45,6 +45,8 @@ _LAZY = {
     "Embedder": ".storage",
     "IndexReport": ".storage",
     "IndexStatus": ".storage",
+    "Link": ".storage",
+    "LinkGraph": ".storage",
     "Workspace": ".workspace",
     "LLMSettings": ".llm",
     "Candidate": ".pipeline.models",
@@ -79,6 +81,8 @@ __all__ = [
     "LLMRateLimited",
     "LLMSettings",
     "LLMTimeout",
+    "Link",
+    "LinkGraph",
     "NotIndexed",
     "NoteNotFound",
     "PathOutsideVault",

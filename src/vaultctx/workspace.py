@@ -21,13 +21,12 @@ from .permissions import Destination, PersonPolicy, VaultPolicy, confine
 from .permissions.view import IndexView, ReadScope
 from .storage import Embedder, IndexReport, IndexStatus, Vault, VaultWatcher
 from .storage.db import erase_tree
+from .storage.graph import LinkGraph, build_graph
 from .storage.notefile import NoteText, read_vault_file
 from .storage.vault import note_not_found, resolve_note
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    import networkx as nx
 
     from .agent import SessionSummary, TurnResult
     from .agent.skills import Skill, SkillCatalog
@@ -116,7 +115,7 @@ class Workspace:
         self.answers_to = answers_to
         self._scope = self._scopes[answers_to]
         # the link graph of each view in use, by (index generation, what the view hides)
-        self._graphs: dict[tuple[str | None, frozenset[int]], nx.DiGraph] = {}
+        self._graphs: dict[tuple[str | None, frozenset[int]], LinkGraph] = {}
         self._selector_lock = threading.Lock()  # never waits for a running index()
         self._selector_made: Selector | None = None
         self._refiner_made: Refiner | None = None
@@ -415,13 +414,12 @@ class Workspace:
         and watcher failure (`vaultctx status`), of what the reader may see."""
         return self._vault.status(self._view())
 
-    def graph(self) -> nx.DiGraph:
+    def graph(self) -> LinkGraph:
         """The wiki-link graph of the notes the reader may see (nodes: note paths, with
         their titles), rebuilt only when the index or the policy changed."""
         return self._graph(self.answers_to)
 
-    def _graph(self, destination: Destination | None = None) -> nx.DiGraph:
-        from .storage.graph import build_graph  # networkx: only for the graph
+    def _graph(self, destination: Destination | None = None) -> LinkGraph:
 
         view = self._view(destination)
         key = (view.generation, view.hidden)

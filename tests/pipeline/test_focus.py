@@ -154,7 +154,7 @@ def test_a_strong_exact_match_stays_first_with_an_unrelated_note_open(example_va
             questions[question] = ws.select(question, k=5).candidates[0].path
         for question, first in questions.items():
             near = {first, *graph.successors(first), *graph.predecessors(first)}
-            unrelated = sorted(n for n in graph.nodes if n not in near)
+            unrelated = sorted(n for n in graph if n not in near)
             for note in unrelated[:: max(1, len(unrelated) // 4)]:
                 ws.touch(note)
                 selection = ws.select(question, k=5)

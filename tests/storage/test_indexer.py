@@ -425,8 +425,8 @@ def test_markdown_links_resolve_relative_or_from_the_vault_root(rules_vault):
 def test_the_graph_has_every_note_and_one_edge_per_linked_pair(rules_vault):
     with Workspace.open(rules_vault) as ws:
         graph = ws.graph()
-    assert set(graph.nodes) == {p for (p,) in query(db_file(rules_vault), "SELECT path FROM notes")}
-    assert graph.nodes["Varroa Mites.md"]["title"] == "Varroa Mites"
+    assert set(graph) == {p for (p,) in query(db_file(rules_vault), "SELECT path FROM notes")}
+    assert graph.titles["Varroa Mites.md"] == "Varroa Mites"
     assert set(graph.successors("Source.md")) == {
         "A/Note.md",
         "B/C/Note.md",
@@ -434,10 +434,10 @@ def test_the_graph_has_every_note_and_one_edge_per_linked_pair(rules_vault):
         "mites.md",
         "Folder/My Note.md",
     }
-    assert not graph.has_edge("Source.md", "Source.md"), "self-links are left out"
-    assert graph["Source.md"]["A/Note.md"]["weight"] == 3.0  # three links, one edge
-    assert graph["Source.md"]["Varroa Mites.md"]["kinds"] == {"wiki", "embed"}
-    assert graph["Source.md"]["Varroa Mites.md"]["precise"] is True
+    assert graph.link("Source.md", "Source.md") is None, "self-links are left out"
+    assert graph.link("Source.md", "A/Note.md").weight == 3.0  # three links, one edge
+    assert graph.link("Source.md", "Varroa Mites.md").kinds == {"wiki", "embed"}
+    assert graph.link("Source.md", "Varroa Mites.md").precise is True
 
 
 def test_the_graph_follows_the_index(example_vault):
@@ -447,7 +447,7 @@ def test_the_graph_follows_the_index(example_vault):
         write(example_vault, "Queen Rearing Calendar.md", "# Plan\n")
         ws.index(embed=False)
         graph = ws.graph()
-    assert graph.has_edge("Reference/Swarming.md", "Queen Rearing Calendar.md")
+    assert graph.link("Reference/Swarming.md", "Queen Rearing Calendar.md") is not None
 
 
 # --- incremental indexing --------------------------------------------------------------------

@@ -22,7 +22,7 @@ from vaultctx.storage import Vault
 with Vault.open(sys.argv[1]) as vault:
     report = vault.index(embed=False)
     path = vault.touch("Varroa Mites")
-    edges = vault.graph().number_of_edges()
+    edges = sum(1 for _ in vault.graph().links())
     status = vault.status()
 loaded = sorted({m.split(".")[1] for m in sys.modules if m.startswith("vaultctx.")})
 print(json.dumps({"notes": status.notes, "path": path, "edges": edges, "loaded": loaded}))

@@ -226,7 +226,7 @@ def agent_turn(kit: Kit, name: str) -> dict[str, Any]:
 
 def graph_listing(ws: Workspace) -> dict[str, object]:
     graph = ws.graph()
-    return {"nodes": dict(graph.nodes(data=True)), "edges": list(graph.edges(data=True))}
+    return {"notes": dict(graph.titles), "links": list(graph.links())}
 
 
 WORKSPACE_DOORS: dict[str, Case] = {
@@ -617,10 +617,10 @@ def test_fusion_drops_a_plug_in_hit_outside_the_reader_s_view(
 
 def test_the_link_graph_never_lists_a_denied_note(ws: Workspace) -> None:
     graph = ws.graph()
-    assert "Orchard.md" in graph and graph.has_edge("Orchard.md", "Apiary.md")
-    assert HIDDEN not in graph.nodes, sorted(graph.nodes)
-    assert all(HIDDEN not in edge for edge in graph.edges), list(graph.edges)
-    assert TITLE not in {data.get("title") for _, data in graph.nodes(data=True)}
+    assert "Orchard.md" in graph and graph.link("Orchard.md", "Apiary.md") is not None
+    assert HIDDEN not in graph, sorted(graph)
+    assert all(HIDDEN not in (e.source, e.target) for e in graph.links()), list(graph.links())
+    assert TITLE not in graph.titles.values()
 
 
 RESOLVING_DOORS = {
@@ -896,9 +896,9 @@ def test_for_any_vault_policy_and_person_select_and_the_graph_show_exactly_the_r
                 assert (path in found) == (path in readable), (reader, word, path)
                 shown |= found  # with the notes the just-edited ones link to
             assert shown == readable, reader
-            assert set(view.graph().nodes) == readable, reader
+            assert set(view.graph()) == readable, reader
             for destination in DESTINATIONS:
                 there = {p for p in paths if may_read(p, rules, default, globs, destination)}
                 seen = view._view(Destination(destination))
                 assert {p for _, p in seen.all_note_paths()} == there, (reader, destination)
-                assert set(view._graph(Destination(destination)).nodes) == there
+                assert set(view._graph(Destination(destination))) == there

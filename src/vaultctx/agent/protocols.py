@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    import networkx as nx
-
     from ..config import Config
     from ..memory import MemoryService
     from ..permissions import VaultPolicy
@@ -32,6 +30,7 @@ if TYPE_CHECKING:
     from ..pipeline.context import SessionContext
     from ..pipeline.models import Filters
     from ..storage.db import IndexDatabase
+    from ..storage.graph import LinkGraph
     from ..storage.indexer import IndexReport
     from ..storage.sessions import SessionStore
 
@@ -146,7 +145,7 @@ class TurnWorkspace(Protocol):
         otherwise, for a hidden note as for a missing one."""
         ...
 
-    def graph(self, destination: Destination | None = None) -> nx.DiGraph:
+    def graph(self, destination: Destination | None = None) -> LinkGraph:
         """The link graph of `destination`'s view."""
         ...
 

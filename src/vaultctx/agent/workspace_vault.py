@@ -65,7 +65,7 @@ class WorkspaceVault:
     def neighbours(self, path: str, *, incoming: bool) -> list[dict[str, str]]:
         graph = self.ws.graph(self.destination)
         nodes = graph.predecessors(path) if incoming else graph.successors(path)
-        return [{"path": n, "title": graph.nodes[n].get("title", "")} for n in sorted(nodes)]
+        return [{"path": n, "title": graph.titles.get(n, "")} for n in sorted(nodes)]
 
     def tagged(self, tag: str) -> list[dict[str, str]]:
         return [{"path": p, "title": t} for p, t in self.ws.view(self.destination).tagged(tag)]

@@ -155,9 +155,10 @@ def suggesting_notes(vault: str, note: str) -> Iterator[None]:
 def close_notes(ws: Workspace, note: str, n: int = 3) -> list[str]:
     """Up to `n` names of notes like `note` (by title, file name or path, any case): each
     by its title if no other note has it, else by its path."""
-    titles = Counter(_fold(title) for _, title in ws.graph().nodes(data="title") if title)
+    notes = ws.graph().titles
+    titles = Counter(_fold(title) for title in notes.values() if title)
     names: dict[str, str] = {}
-    for path, title in ws.graph().nodes(data="title"):
+    for path, title in notes.items():
         stem = path.removesuffix(".md")
         shown = title if title and titles[_fold(title)] == 1 else stem
         for name in (title, stem.rsplit("/", 1)[-1], stem):

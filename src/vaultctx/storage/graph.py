@@ -1,13 +1,17 @@
-"""The wiki-link graph as a networkx DiGraph, built from the index's notes and links; and
-the log of which notes' links each index generation changed, for graphs kept in memory."""
+"""The wiki-link graph of a vault's notes, built from the index's notes and links; and the
+log of which notes' links each index generation changed, for graphs kept in memory."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # networkx costs ~0.2 s to import: only callers of build_graph pay it
+from ..errors import VaultctxError
+
+if TYPE_CHECKING:
     import networkx as nx
 
 # Embedding a note pulls its content in: a stronger tie than mentioning it.
@@ -55,24 +59,92 @@ def link_changes_since(log: str | None, since: str, until: str) -> set[int] | No
     return changed if expected > until_n else None
 
 
+@dataclass(frozen=True, slots=True)
+class Link:
+    """Every link from one note to another, as one edge: `weight` sums them (an embed counts
+    1.5, other links 1), `kinds` names them, `precise` says one named a heading or block."""
+
+    source: str
+    target: str
+    weight: float
+    kinds: frozenset[str]
+    precise: bool
+
+
+class LinkGraph:
+    """The notes (path → title) and one `Link` per linked pair, in plain dicts: building one
+    imports nothing and answers neighbours in O(1). `to_networkx()` hands it to networkx for
+    graph algorithms, where networkx is installed."""
+
+    __slots__ = ("_into", "_links", "_out", "titles")
+
+    def __init__(self, titles: Mapping[str, str], links: Iterable[Link]) -> None:
+        self.titles: Mapping[str, str] = MappingProxyType(dict(titles))
+        self._links = {(link.source, link.target): link for link in links}
+        self._out: dict[str, list[str]] = {}
+        self._into: dict[str, list[str]] = {}
+        for source, target in self._links:
+            self._out.setdefault(source, []).append(target)
+            self._into.setdefault(target, []).append(source)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.titles
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.titles)
+
+    def __len__(self) -> int:
+        return len(self.titles)
+
+    def successors(self, path: str) -> tuple[str, ...]:
+        """The notes `path` links to."""
+        return tuple(self._out.get(path, ()))
+
+    def predecessors(self, path: str) -> tuple[str, ...]:
+        """The notes that link to `path`."""
+        return tuple(self._into.get(path, ()))
+
+    def link(self, source: str, target: str) -> Link | None:
+        """The edge from `source` to `target`, or None when no link joins them that way."""
+        return self._links.get((source, target))
+
+    def links(self) -> Iterator[Link]:
+        """Every edge, in the order the index lists the links."""
+        return iter(self._links.values())
+
+    def to_networkx(self) -> nx.DiGraph:
+        """The same graph as a networkx `DiGraph` (nodes with `title`; edges with `weight`,
+        `kinds`, `precise`). networkx is no dependency of vaultctx: install it for this."""
+        try:
+            import networkx as nx
+        except ImportError:
+            raise VaultctxError(
+                "LinkGraph.to_networkx() needs networkx: pip install networkx"
+            ) from None
+        graph = nx.DiGraph()
+        graph.add_nodes_from((path, {"title": title}) for path, title in self.titles.items())
+        graph.add_edges_from(
+            (e.source, e.target, {"weight": e.weight, "kinds": set(e.kinds), "precise": e.precise})
+            for e in self._links.values()
+        )
+        return graph
+
+
 def build_graph(
     notes: Iterable[tuple[str, str]], links: Iterable[tuple[str, str, str, bool]]
-) -> nx.DiGraph:
-    """Nodes are note paths (with `title`); edges carry `weight` and `kinds`. From
-    `IndexReads.link_rows`: every note, and every link between two notes.
-    """
-    import networkx as nx
-
-    graph = nx.DiGraph()
-    for path, title in notes:
-        graph.add_node(path, title=title)
+) -> LinkGraph:
+    """Every note and one edge per linked pair, from `IndexReads.link_rows`: every note, and
+    every link between two notes."""
+    edges: dict[tuple[str, str], tuple[float, set[str], bool]] = {}
     for source, target, kind, precise in links:
-        weight = LINK_KIND_WEIGHTS.get(kind, 1.0)
-        if graph.has_edge(source, target):
-            data = graph[source][target]
-            data["weight"] += weight
-            data["kinds"].add(kind)
-            data["precise"] |= bool(precise)
-        else:
-            graph.add_edge(source, target, weight=weight, kinds={kind}, precise=bool(precise))
-    return graph
+        weight, kinds, was_precise = edges.get((source, target), (0.0, set(), False))
+        kinds.add(kind)
+        edges[source, target] = (
+            weight + LINK_KIND_WEIGHTS.get(kind, 1.0),
+            kinds,
+            was_precise or bool(precise),
+        )
+    return LinkGraph(
+        dict(notes),
+        (Link(s, t, w, frozenset(k), p) for (s, t), (w, k, p) in edges.items()),
+    )

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 from ..config import CONFIG_DIRNAME, Config, load_config
 from ..errors import IndexLocked, NoteNotFound, NotIndexed, VaultctxError, VaultNotFound
@@ -24,16 +24,13 @@ from .backend import Backend, backend_kind, open_backend
 from .books import MemoryBook
 from .db import IndexDatabase, WriterLock
 from .embeddings import Embedder, model_suggestion
-from .graph import build_graph
+from .graph import LinkGraph, build_graph
 from .index_reads import IndexReads
 from .indexer import Indexer, IndexReport, Progress
 from .people import People
 from .sessions import SessionStore
 from .vector_models import Meta, VectorModels, embedder_of
 from .watch import WATCH_ERROR_KEY, VaultWatcher
-
-if TYPE_CHECKING:
-    import networkx as nx
 
 log = logging.getLogger(__name__)
 _SWITCH_JOIN_S = 30.0  # a slice and the batch it ends on, on a slow machine
@@ -110,7 +107,7 @@ class Vault:
         self.backend = open_backend(config, db) if backend is None else backend
         self.embedder = embedder
         self._write_lock = threading.Lock()
-        self._graph_cache: tuple[str | None, nx.DiGraph] | None = None
+        self._graph_cache: tuple[str | None, LinkGraph] | None = None
         self._watchers: list[VaultWatcher] = []
         self._switching: threading.Thread | None = None
         self._stop_switching = threading.Event()
@@ -270,7 +267,7 @@ class Vault:
             **counts,
         )
 
-    def graph(self) -> nx.DiGraph:
+    def graph(self) -> LinkGraph:
         """The wiki-link graph (nodes: note paths), rebuilt only when the index changed."""
         generation = self.generation
         cached = self._graph_cache
