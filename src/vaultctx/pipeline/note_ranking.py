@@ -183,6 +183,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -362,6 +363,8 @@ def lift(fused: Sequence[Fused], nearness: Mapping[str, float], weight: float) -
     for rank, f in enumerate(fused, start=1):
         share = weight * nearness.get(f.key, 0.0)
         ranked.append(RankedNote(f.key, f.score * (1.0 + share), f.sources, share, rank))
+    if all(a.score >= b.score for a, b in pairwise(ranked)):  # the sort would keep it as is
+        return ranked
     order = {f.key: i for i, f in enumerate(fused)}
     ranked.sort(key=lambda r: (-r.score, order[r.key]))
     return ranked

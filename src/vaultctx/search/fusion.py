@@ -80,14 +80,10 @@ def rrf_order(ranked: Mapping[str, Sequence[Hit]], *, k: int = DEFAULT_RRF_K) ->
     found: dict[str, int] = {}
     best: dict[str, int] = {}
     for name in sorted(ranked):
-        seen: set[str] = set()
-        rank = 0
-        for hit in ranked[name]:
-            if hit.key in seen:
-                continue
-            seen.add(hit.key)
-            rank += 1
-            scores[hit.key] = scores.get(hit.key, 0.0) + 1.0 / (k + rank)
-            found[hit.key] = found.get(hit.key, 0) + 1
-            best[hit.key] = min(best.get(hit.key, rank), rank)
+        # Each key at its first place in the list, ranked from 1 among the distinct keys.
+        for rank, key in enumerate(dict.fromkeys(hit.key for hit in ranked[name]), start=1):
+            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
+            found[key] = found.get(key, 0) + 1
+            if key not in best or rank < best[key]:
+                best[key] = rank
     return sorted(scores, key=lambda key: (-scores[key], -found[key], best[key], key))
