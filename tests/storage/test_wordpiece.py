@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
 from conftest import SHARED_DATA
+from vaultctx.errors import EmbeddingUnavailable
 from vaultctx.storage.embeddings import BUNDLED_FOLDER
 from vaultctx.storage.encoders import LibraryTokenizer, OnnxEncoder, open_tokenizer
 from vaultctx.storage.onnx_export import read_spec
@@ -172,3 +174,15 @@ def test_the_files_own_parameters_are_the_ones_used(tmp_path: Path) -> None:
     reference.enable_truncation(64)
     assert mine.encode_batch(texts) == [e.ids for e in reference.encode_batch(texts)]
     assert mine.encode_batch(texts) != ours(64).encode_batch(texts)
+
+
+def test_without_tokenizers_the_bundled_model_runs_and_another_shape_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "tokenizers", None)  # the default install
+    encoder = OnnxEncoder(SPEC, BUNDLED_FOLDER, workers=1)
+    assert encoder.encode(["varroa mites in the hive"]).shape == (1, SPEC.dim)
+    with pytest.raises(EmbeddingUnavailable) as caught:
+        open_tokenizer(other_shape(tmp_path, "pre_tokenizer"), 256)
+    assert "tokenizers" in str(caught.value) and "vaultctx[export]" in str(caught.value)
+    assert "\n" not in str(caught.value)
