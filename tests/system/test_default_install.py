@@ -12,6 +12,8 @@ from packaging.requirements import Requirement
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 HEAVY = {"torch", "sentence-transformers", "transformers", "litellm", "triton"}
+# the Hugging Face hub client chain: the bundled model's tokenizer is vaultctx's own
+HUB = {"tokenizers", "huggingface-hub", "hf-xet"}
 
 
 def project() -> dict:
@@ -26,7 +28,16 @@ def test_the_default_install_declares_no_torch_and_no_model_client() -> None:
     declared = names(project()["dependencies"])
     assert not declared & HEAVY
     assert not {n for n in declared if n.startswith("nvidia-")}
-    assert {"onnxruntime", "tokenizers", "numpy"} <= declared  # the bundled model runs on these
+    assert {"onnxruntime", "numpy"} <= declared  # the bundled model runs on these
+    assert not declared & HUB
+
+
+def test_the_extras_that_run_tokenizers_declare_it() -> None:
+    extras = project()["optional-dependencies"]
+    assert "tokenizers" in names(extras["export"])  # other models' tokenizers
+    assert "tokenizers" in names(extras["multilingual"])  # e5's Unigram tokenizer
+    torch = [Requirement(r) for r in extras["torch"]]
+    assert any(r.name == "vaultctx" and "export" in r.extras for r in torch)
 
 
 def test_the_llm_extra_is_litellm_and_the_dev_install_has_it() -> None:

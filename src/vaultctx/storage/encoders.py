@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import EmbeddingUnavailable
 from .onnx_export import MODEL_FILE, SentenceModelSpec
+from .wordpiece import WordPieceTokenizer
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Sequence
@@ -57,7 +58,6 @@ class OnnxEncoder:
 
     def __init__(self, spec: SentenceModelSpec, onnx_dir: Path, *, workers: int = 0) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
@@ -67,11 +67,7 @@ class OnnxEncoder:
         self.session = ort.InferenceSession(
             str(onnx_dir / MODEL_FILE), options, providers=["CPUExecutionProvider"]
         )
-        tokenizer = Tokenizer.from_file(str(spec.folder / "tokenizer.json"))
-        # tokenizer.json may carry its own fixed padding and a shorter truncation (128 for
-        # all-MiniLM-L6-v2); sentence-transformers truncates at max_seq_length, pads per batch.
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(spec.max_seq_length)
+        tokenizer = open_tokenizer(spec.folder / "tokenizer.json", spec.max_seq_length)
         self.tokenizer = tokenizer
         pad = tokenizer.token_to_id("[PAD]")
         self.pad_id = int(spec.config.get("pad_token_id", pad if pad is not None else 0))
@@ -84,8 +80,7 @@ class OnnxEncoder:
     def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         if self.lowercase:
             texts = [t.lower() for t in texts]
-        encodings = self.tokenizer.encode_batch(list(texts))
-        ids = [e.ids for e in encodings]
+        ids = self.tokenizer.encode_batch(list(texts))
         out = np.empty((len(ids), self.dim), dtype=np.float32)
         calls = plan_calls([len(i) for i in ids], TOKEN_BUDGET, batch_size)
 
@@ -112,6 +107,42 @@ class OnnxEncoder:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="vaultctx-embed")
             return self._pool
+
+
+class TextTokenizer(Protocol):
+    def token_to_id(self, token: str) -> int | None: ...
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]: ...
+
+
+class LibraryTokenizer:
+    """`tokenizers` itself, for a tokenizer.json of a shape `WordPieceTokenizer` does not cover."""
+
+    def __init__(self, path: Path, max_length: int) -> None:
+        try:
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise EmbeddingUnavailable(
+                f"{path.parent.name}'s tokenizer needs the tokenizers library: "
+                "pip install 'vaultctx[export]'"
+            ) from exc
+        self.tokenizer = Tokenizer.from_file(str(path))
+        # tokenizer.json may carry its own fixed padding and a shorter truncation (128 for
+        # all-MiniLM-L6-v2); sentence-transformers truncates at max_seq_length, pads per batch.
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length)
+
+    def token_to_id(self, token: str) -> int | None:
+        return self.tokenizer.token_to_id(token)
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        return [e.ids for e in self.tokenizer.encode_batch(list(texts))]
+
+
+def open_tokenizer(path: Path, max_length: int) -> TextTokenizer:
+    """The model's tokenizer truncated to `max_length` ids, unpadded: vaultctx's own WordPiece
+    when the file is a BERT WordPiece tokenizer (the bundled model's), `tokenizers` otherwise."""
+    return WordPieceTokenizer.from_file(path, max_length) or LibraryTokenizer(path, max_length)
 
 
 def plan_calls(lengths: Sequence[int], budget: int, max_batch: int) -> list[list[int]]:

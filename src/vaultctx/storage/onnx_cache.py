@@ -91,6 +91,8 @@ def _load(
     if (final / MANIFEST).is_file():
         try:
             return _open_checked(final, open_)
+        except EmbeddingUnavailable:  # a library missing (tokenizers): the files are sound
+            raise
         except Exception as exc:  # whatever is wrong with the files, a new export repairs it
             log.warning("cached ONNX model %s is damaged (%s); exporting it again", final, exc)
             _discard(final)
