@@ -1,6 +1,6 @@
 """Calibration of select's confidence: answerable against unanswerable questions, per set.
 
-    python benchmarks/confidence_eval.py [--workdir DIR] [--cached]
+    python benchmarks/confidence_eval.py [--workdir DIR] [--cached] [--model NAME]
 
 Answerable: every question set of tests/questions over its vault (context sets asked with
 nothing open), and the judged Cranfield and SciFact queries over their corpora. Unanswerable:
@@ -24,6 +24,10 @@ Every select's answer evidence (`diagnostics["evidence"]`: cosine, coverage, agr
    answerable and >= 80% of unanswerable flagged.
 
 `--cached` refits from the evidence the last run saved (`evidence.json` in the workdir).
+`--model NAME` runs another embedding model, in a folder of the workdir of its own; a model
+that reads its cosines from the vault's median note (`Embedder.cosine_from_median`) is judged
+by, and fits, `FROM_MEDIAN_MODEL` (those cosines are shares of the way from the median to 1,
+on another scale than raw cosines), every other by `HYBRID_MODEL`.
 """
 
 from __future__ import annotations
@@ -181,13 +185,13 @@ def corpora(workdir: Path, embedder) -> Iterator[tuple[str, Callable[[], object]
         yield folder.name, lambda folder=folder: real(folder)
 
 
-def collect(workdir: Path) -> list[dict]:
+def collect(workdir: Path, model: str | None) -> list[dict]:
     """Each question's answer evidence and confidence, by set."""
     from vaultctx.storage.embeddings import Embedder
 
     sets = question_sets()
     wanted = {s.corpus for s in sets}
-    embedder = Embedder()
+    embedder = Embedder(model) if model else Embedder()
     rows: list[dict] = []
     for corpus, opener in corpora(workdir, embedder):
         if corpus not in wanted:
@@ -206,6 +210,7 @@ def collect(workdir: Path) -> list[dict]:
                             "fit": qset.fit,
                             "confidence": selection.confidence,
                             "no_good_match": selection.no_good_match,
+                            "from_median": embedder.cosine_from_median,
                             **selection.diagnostics["evidence"],
                         }
                     )
@@ -329,14 +334,22 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / "vaultctx-bench"))
     parser.add_argument("--cached", action="store_true", help="refit the last run's evidence")
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="embedding model (default: the bundled int8; multilingual-e5-small: the"
+        " multilingual extra), its indexes and evidence in a folder of their own",
+    )
     args = parser.parse_args()
     workdir = Path(args.workdir) / "confidence"
+    if args.model:
+        workdir = workdir / args.model
     workdir.mkdir(parents=True, exist_ok=True)
     saved = workdir / "evidence.json"
     if args.cached and saved.is_file():
         rows = json.loads(saved.read_text())
     else:
-        rows = collect(workdir)
+        rows = collect(workdir, args.model)
         saved.write_text(json.dumps(rows))
 
     from vaultctx.pipeline import confidence as shipped
@@ -363,8 +376,12 @@ def main() -> int:
     lexical_cut = threshold(rows, predict(lexical_all, features(rows, LEXICAL)))
     print(f"\nall sets, hybrid:  {constants(hybrid_all, HYBRID)}; threshold {hybrid_cut:.3f}")
     print(f"all sets, lexical: {constants(lexical_all, LEXICAL)}; threshold {lexical_cut:.3f}")
-    hybrid, lexical = shipped.HYBRID_MODEL, shipped.LEXICAL_MODEL
-    print(f"shipped: HYBRID_MODEL {hybrid}\n         LEXICAL_MODEL {lexical}")
+    from vaultctx.storage.embeddings import Embedder
+
+    from_median = (Embedder(args.model) if args.model else Embedder()).cosine_from_median
+    hybrid, lexical = shipped.hybrid_model(from_median), shipped.LEXICAL_MODEL
+    name = "FROM_MEDIAN_MODEL" if from_median else "HYBRID_MODEL"
+    print(f"shipped: {name} {hybrid}\n         LEXICAL_MODEL {lexical}")
     shipped_p = predict(np.array(hybrid.weights), features(rows, HYBRID))
     figures = report(rows, shipped_p, hybrid.no_good_match_below, "every set, shipped constants")
     lexical_p = predict(np.array(lexical.weights), features(rows, LEXICAL))

@@ -42,12 +42,14 @@ EVIDENCE = st.builds(
     cosine=st.floats(-1, 1),
     coverage=st.floats(0, 1),
     agreement=st.sampled_from([0.0, 1.0]),
+    from_median=st.booleans(),
 )
 
 
 @given(st.lists(EVIDENCE, min_size=1, max_size=10))
 def test_no_candidate_is_surer_than_the_answer(found: list[Evidence]) -> None:
-    answer = _best(found, hybrid=True).confidence()
+    found = [Evidence(e.cosine, e.coverage, e.agreement, found[0].from_median) for e in found]
+    answer = _best(found, hybrid=True, from_median=found[0].from_median).confidence()
     assert 0.0 <= answer <= 1.0
     assert all(e.confidence() <= answer + 1e-12 for e in found)
 

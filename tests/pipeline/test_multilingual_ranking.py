@@ -86,3 +86,25 @@ def test_read_from_the_median_note_a_question_the_vault_cannot_answer_is_no_good
         assert not e5_ws.select("protein folding in yeast cells").no_good_match
     finally:
         e5_ws.embedder.cosine_from_median = True
+
+
+NONSENSE = [
+    "florp zandibar quexil",
+    "brantho quemix sloridat",
+    "vexilo trumbad",
+    "glornip skavoth drenmuk plaxer",
+    "zuthrak",
+    "mebble quorthan fliskow",
+]
+
+
+def test_read_from_the_median_note_the_answers_own_constants_keep_the_vaults_questions(
+    e5_ws,
+) -> None:
+    """With cosines read from the median its own constants judge the answer (constants fit on
+    raw cosines flag a share of the questions the vault answers): no more than 5% of the
+    example vault's questions are no good match, and every nonsense query is."""
+    items = json.loads(QUESTIONS.read_text(encoding="utf-8"))
+    flagged = [i["question"] for i in items if e5_ws.select(i["question"]).no_good_match]
+    assert len(flagged) <= 0.05 * len(items), flagged
+    assert all(e5_ws.select(q).no_good_match for q in NONSENSE)

@@ -19,12 +19,15 @@ question set available (answerable: the sets of `tests/questions`, Cranfield and
 queries of their corpora; unanswerable: generated nonsense, and one corpus's questions asked
 of another) with each set weighing the same; the threshold is the one that does best by
 the set it does worst for (the share of an answerable set kept, of an unanswerable one
-called "no good match"). That
-script prints the fit, a fit on half the sets judged on the other half, and the per-set
-rates. Without a query vector (vectors off, not indexed, the model failed) the lexical
-model, fitted on coverage alone on the same data, answers. (The cosine's distance from the
-query's mean cosine over the vault, in standard deviations, was tried as a fourth input: it
-took a weight below zero, adding nothing the cosine does not say.)
+called "no good match"). That script prints the fit, a fit on half the sets judged on the
+other half, and the per-set rates. Cosines read from the median are on a scale of their own
+(a share of the way from the median note to 1), so they have constants of their own
+(`FROM_MEDIAN_MODEL`), fitted the same way with the multilingual model (the script's
+`--model multilingual-e5-small`). Without a query vector (vectors off, not indexed, the
+model failed) the lexical model, fitted on coverage alone on the same data, answers. (The
+cosine's distance from the query's mean cosine over the vault, in standard deviations, was
+tried as a fourth input: it took a weight below zero, adding nothing the cosine does not
+say.)
 
 Everything is read through the reader's view: the candidates are of the notes the reader
 may see, and a term's idf counts the blocks of those notes only (the selector's document
@@ -64,6 +67,9 @@ class Model:
 
 # Fitted by benchmarks/confidence_eval.py over every set (see the module's docstring).
 HYBRID_MODEL = Model((-7.302, 8.201, 5.673, 2.261), 0.545)  # cosine, coverage, agreement
+# The same, for cosines read from the vault's median note (fitted with multilingual-e5-small:
+# `confidence_eval.py --model multilingual-e5-small`).
+FROM_MEDIAN_MODEL = Model((-6.020, 4.693, 8.494, 2.205), 0.540)  # cosine, coverage, agreement
 LEXICAL_MODEL = Model((-3.440, 10.424), 0.515)  # coverage
 EVIDENCE = ("cosine", "coverage", "agreement")
 _WORD = re.compile(r"[^\W_]+")  # a word as the index's tokenizer cuts text (unicode61)
@@ -71,20 +77,23 @@ _WORD = re.compile(r"[^\W_]+")  # a word as the index's tokenizer cuts text (uni
 
 @dataclass(frozen=True)
 class Evidence:
-    """What one candidate, or the answer, rests on; `cosine` is None without a query vector."""
+    """What one candidate, or the answer, rests on; `cosine` is None without a query vector,
+    `from_median` when it was read from the vault's median note (its own constants: such a
+    cosine is a share of the way from the median to 1, not a cosine as it is)."""
 
     cosine: float | None
     coverage: float
     agreement: float
+    from_median: bool = False
 
     @property
     def model(self) -> Model:
-        return LEXICAL_MODEL if self.cosine is None else HYBRID_MODEL
+        return hybrid_model(self.from_median) if self.cosine is not None else LEXICAL_MODEL
 
     def confidence(self) -> float:
         if self.cosine is None:
             return _logistic(LEXICAL_MODEL, (self.coverage,))
-        return _logistic(HYBRID_MODEL, (self.cosine, self.coverage, self.agreement))
+        return _logistic(self.model, (self.cosine, self.coverage, self.agreement))
 
     def as_dict(self) -> dict[str, float | None]:
         return {
@@ -102,6 +111,11 @@ class Verdict:
     confidence: float
     no_good_match: bool
     evidence: Evidence
+
+
+def hybrid_model(from_median: bool) -> Model:
+    """The constants for a query vector's evidence: cosines as they are, or from the median."""
+    return FROM_MEDIAN_MODEL if from_median else HYBRID_MODEL
 
 
 def _logistic(model: Model, x: Sequence[float]) -> float:
@@ -125,6 +139,7 @@ def assess(
     median note cosine for this query, that cosines are read from (None: as they are)."""
     terms = _query_terms(lexical, doc_freqs, store_size)
     cosines = _block_cosines(candidates, matrix, query_vector)
+    read_from_median = cosines is not None and median is not None
     if cosines is not None and median is not None:
         cosines = {key: from_median(cosine, median) for key, cosine in cosines.items()}
     languages = lexical.languages if lexical is not None else ("en",)
@@ -134,10 +149,11 @@ def assess(
             cosine=None if cosines is None else cosines.get(candidate.id),
             coverage=coverage,
             agreement=float({"lexical", "vector"} <= candidate.sources.keys()),
+            from_median=read_from_median,
         )
         for candidate, coverage in zip(candidates, coverages, strict=True)
     ]
-    answer = _best(found, hybrid=cosines is not None)
+    answer = _best(found, hybrid=cosines is not None, from_median=read_from_median)
     confidence = answer.confidence()
     annotated = [
         c.model_copy(update={"confidence": round(e.confidence(), 4)})
@@ -147,13 +163,14 @@ def assess(
     return annotated, Verdict(round(confidence, 4), confidence < below, answer)
 
 
-def _best(found: Sequence[Evidence], *, hybrid: bool) -> Evidence:
+def _best(found: Sequence[Evidence], *, hybrid: bool, from_median: bool = False) -> Evidence:
     """The best of each piece of evidence over the candidates (none: no evidence at all)."""
     cosines = [e.cosine for e in found if e.cosine is not None]
     return Evidence(
         cosine=max(cosines, default=0.0) if hybrid else None,
         coverage=max((e.coverage for e in found), default=0.0),
         agreement=max((e.agreement for e in found), default=0.0),
+        from_median=from_median,
     )
 
 
